@@ -1,0 +1,3 @@
+from slurm_supernode.cli.main import entry
+
+entry()

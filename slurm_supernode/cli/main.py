@@ -1,0 +1,102 @@
+"""`snrun` entry point: parse arguments, dispatch, print errors as one line.
+
+`snrun [options] SCRIPT [ARGS...]` submits a job; `snrun SUBCOMMAND ...` runs a sub-command.
+Each sub-command lives in its own module of this package, imported only when used, so the
+login-node path stays light (no torch, no rich unless needed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Sequence
+
+from slurm_supernode import __version__
+from slurm_supernode.errors import SnrunError
+
+# name -> (module under slurm_supernode.cli, one-line help)
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "submit": ("submit", "submit a torchrun job on whole super nodes (the default)"),
+    "plan": ("plan", "rank-to-device map and communication cost for an allocation"),
+    "site": ("site", "validate, show and export site configs"),
+    "status": ("status", "show the attempts of a job chain"),
+    "cancel": ("cancel", "cancel a whole job chain"),
+    "bench": ("bench", "collective bandwidth benchmarks: run, submit, schedule, report"),
+    "health": ("health", "node health checks; drain and resume nodes"),
+    "agent": ("agent", "(in a job) per-node agent: rank map, env, exec torchrun"),
+    "supervise": ("supervise", "(in a job) batch-step supervisor around the agents"),
+}
+
+
+def _load(name: str):
+    module, _ = SUBCOMMANDS[name]
+    return importlib.import_module(f"slurm_supernode.cli.{module}")
+
+
+def _top_help() -> str:
+    lines = [
+        "usage: snrun [sbatch-like options] SCRIPT [ARGS...]",
+        "       snrun SUBCOMMAND [options]",
+        "",
+        "Submit torchrun jobs on whole super nodes, and manage the site.",
+        "",
+        "sub-commands:",
+    ]
+    width = max(len(n) for n in SUBCOMMANDS)
+    lines += [f"  {n:<{width}}  {h}" for n, (_, h) in SUBCOMMANDS.items()]
+    lines += [
+        "",
+        "global options:",
+        "  --version   print the version and exit",
+        "  --debug     show Python tracebacks on errors",
+        "",
+        "'snrun SUBCOMMAND --help' for the options of each; 'snrun submit --help' for job options.",
+    ]
+    return "\n".join(lines)
+
+
+def build_parser(name: str) -> argparse.ArgumentParser:
+    """The parser of one sub-command (used by tests and the docs)."""
+    mod = _load(name)
+    parser = argparse.ArgumentParser(prog=f"snrun {name}" if name != "submit" else "snrun")
+    mod.add_arguments(parser)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args or os.environ.get("SNRUN_DEBUG") == "1"
+    args = [a for a in args if a != "--debug"]
+    if not args or args[0] in ("-h", "--help"):
+        print(_top_help())
+        return 0 if args else 2
+    if args[0] == "--version":
+        print(f"snrun {__version__}")
+        return 0
+    name = args[0] if args[0] in SUBCOMMANDS else "submit"
+    rest = args[1:] if args[0] in SUBCOMMANDS else args
+    try:
+        parser = build_parser(name)
+        ns = parser.parse_args(rest)
+        return int(_load(name).run(ns) or 0)
+    except SnrunError as exc:
+        if debug:
+            raise
+        for i, line in enumerate(str(exc).splitlines() or [""]):
+            print(f"snrun: error: {line}" if i == 0 else line, file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("snrun: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+def entry() -> None:
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    entry()

@@ -1,0 +1,73 @@
+"""User-facing error families.
+
+Each carries where the problem is (``file:line:col`` or an option) and a hint; the CLI prints
+``snrun: error: ...`` and exits with ``exit_code`` (2 bad input, 1 failed operation).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class SnrunError(Exception):
+    """Base of every error the CLI reports as one line without a traceback."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, *, where: str | None = None, hint: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.where = where
+        self.hint = hint
+
+    def __str__(self) -> str:
+        text = f"{self.where}: {self.message}" if self.where else self.message
+        if self.hint:
+            text += f" (hint: {self.hint})"
+        return text
+
+
+class InputError(SnrunError):
+    """Bad input from the user: an option, a file, a value. Exit 2."""
+
+    exit_code = 2
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One problem found in a config file, with its exact location."""
+
+    file: str
+    line: int
+    col: int
+    message: str
+    hint: str | None = None
+
+    def __str__(self) -> str:
+        text = f"{self.file}:{self.line}:{self.col}: {self.message}"
+        if self.hint:
+            text += f" (hint: {self.hint})"
+        return text
+
+
+class ConfigError(InputError):
+    """A config file has one or more problems; all of them are listed, not just the first."""
+
+    def __init__(self, problems: list[Problem]):
+        self.problems = list(problems)
+        super().__init__("\n".join(str(p) for p in self.problems) or "invalid configuration")
+
+    def __str__(self) -> str:
+        return "\n".join(str(p) for p in self.problems)
+
+
+class PlacementError(InputError):
+    """A layout or allocation that cannot be placed; carries the nearest feasible choices."""
+
+
+class SlurmError(SnrunError):
+    """Slurm is missing, the controller is down, or a Slurm command failed (stderr included)."""
+
+
+class JobError(SnrunError):
+    """A job or job chain ended badly, or a job directory is inconsistent."""

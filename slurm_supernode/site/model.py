@@ -1,0 +1,196 @@
+"""The site model: typed, immutable, already validated.
+
+Everything downstream (placement, request, render, bench) reads these dataclasses; the YAML
+loader in ``loader.py`` is the only place that builds them from files. Node order inside a
+super node is physical (rack, then slot), never alphabetical.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+VENDORS = ("nvidia", "ascend")
+STRATEGIES = ("auto", "block", "features", "switches")
+# Link levels, innermost first: inside one node, inside one super node, between super nodes.
+LINK_LEVELS = ("node", "supernode", "inter")
+
+
+@dataclass(frozen=True, slots=True)
+class LinkLevel:
+    """Bandwidth per device (GB/s, one direction) and latency of one level of the hierarchy."""
+
+    name: str
+    bandwidth_gbps: float
+    latency_us: float
+    kind: str = ""  # free text: "nvlink", "hccs", "infiniband", "roce", ...
+
+
+@dataclass(frozen=True, slots=True)
+class NicSpec:
+    """Network interfaces of a node: the socket interface for bootstrap, HCAs for RDMA."""
+
+    socket_ifname: str | None = None
+    hcas: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSpec:
+    """Hardware of one node: shared by every node that uses the same defaults/overrides."""
+
+    devices: int
+    # Islands of devices sharing the fastest links inside the node, in the order ranks fill them.
+    # Always covers 0..devices-1 exactly once (the loader checks it).
+    device_groups: tuple[tuple[int, ...], ...]
+    nics: NicSpec = NicSpec()
+    gres_type: str | None = None  # e.g. "h100" in gres.conf / slurm.conf Gres=gpu:h100:8
+    gres_file: str | None = None  # e.g. "/dev/nvidia[0-7]"
+    cpus: int | None = None
+    memory_mb: int | None = None
+
+    @property
+    def device_order(self) -> tuple[int, ...]:
+        """Device ids in placement order: island by island."""
+        return tuple(d for group in self.device_groups for d in group)
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """One server. ``index`` is its physical position inside its super node (0-based)."""
+
+    hostname: str
+    supernode: str
+    index: int
+    spec: NodeSpec
+    rack: str | None = None
+    slot: int | None = None
+    # Ascend only: one IP per device (device id order), host IP for the rank table.
+    device_ips: tuple[str, ...] = ()
+    host_ip: str | None = None
+
+    @property
+    def devices(self) -> int:
+        return self.spec.devices
+
+
+@dataclass(frozen=True, slots=True)
+class SuperNode:
+    """A group of nodes joined by the fast interconnect, scheduled as one unit."""
+
+    name: str
+    nodes: tuple[Node, ...]  # physical order
+    feature: str  # Slurm node feature that names this super node
+    super_pod_id: int | None = None  # Ascend SuperPoD id (rank table v1.2)
+
+    @property
+    def hostnames(self) -> tuple[str, ...]:
+        return tuple(n.hostname for n in self.nodes)
+
+    @property
+    def devices(self) -> int:
+        return sum(n.devices for n in self.nodes)
+
+
+@dataclass(frozen=True, slots=True)
+class SlurmSettings:
+    """How this site maps onto Slurm."""
+
+    partition: str | None = None
+    # Format of the per-super-node feature; {name} is the super node name.
+    feature_format: str = "{name}"
+    strategy: str = "auto"  # one of STRATEGIES
+    # Names used by the topology exporters.
+    spine_switch: str = "spine"
+    # Partitions on which the job_submit plugin enforces whole super nodes.
+    supernode_partitions: tuple[str, ...] = ()
+    gres_name: str = "gpu"
+
+
+@dataclass(frozen=True, slots=True)
+class EnvProfile:
+    """Environment variables for the collective library (NCCL/HCCL) and PyTorch."""
+
+    name: str
+    vars: tuple[tuple[str, str], ...]  # ordered pairs; later wins on merge
+
+    def as_dict(self) -> dict[str, str]:
+        return dict(self.vars)
+
+
+@dataclass(frozen=True, slots=True)
+class BenchSettings:
+    """Thresholds for the nightly bandwidth regression report."""
+
+    regression_pct: float = 10.0  # flag when busbw drops more than this below the baseline
+    baseline_runs: int = 7  # rolling baseline: median of the last N good runs
+    sizes: tuple[int, ...] = ()  # message sizes in bytes; empty: the bench default sweep
+    min_busbw_gbps: tuple[tuple[str, float], ...] = ()  # (scope, floor) pairs
+
+
+@dataclass(frozen=True, slots=True)
+class PathSettings:
+    """Where job state and benchmark results live (``~`` and ``$VARS`` expanded at use)."""
+
+    jobs_dir: str = "~/.snrun/jobs"
+    results_db: str = "~/.snrun/bench.sqlite"
+
+
+@dataclass(frozen=True)
+class Site:
+    """A whole site: super nodes in physical order plus how to talk to Slurm and the fabric."""
+
+    name: str
+    vendor: str  # one of VENDORS
+    supernodes: tuple[SuperNode, ...]
+    links: dict[str, LinkLevel]  # keyed by LINK_LEVELS
+    slurm: SlurmSettings = SlurmSettings()
+    env_profiles: dict[str, EnvProfile] = field(default_factory=dict)
+    bench: BenchSettings = BenchSettings()
+    paths: PathSettings = PathSettings()
+    source: str | None = None  # file it was loaded from
+    _by_host: dict[str, Node] = field(init=False, repr=False, compare=False)
+    _by_sn: dict[str, SuperNode] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self, "_by_host", {n.hostname: n for sn in self.supernodes for n in sn.nodes}
+        )
+        object.__setattr__(self, "_by_sn", {sn.name: sn for sn in self.supernodes})
+
+    # -- lookups -------------------------------------------------------------------------
+    def node(self, hostname: str) -> Node:
+        """The node of that hostname; KeyError if the site does not have it."""
+        return self._by_host[hostname]
+
+    def has_node(self, hostname: str) -> bool:
+        return hostname in self._by_host
+
+    def supernode(self, name: str) -> SuperNode:
+        return self._by_sn[name]
+
+    def supernode_of(self, hostname: str) -> SuperNode:
+        return self._by_sn[self._by_host[hostname].supernode]
+
+    @property
+    def nodes(self) -> tuple[Node, ...]:
+        """All nodes in physical order: super node by super node."""
+        return tuple(n for sn in self.supernodes for n in sn.nodes)
+
+    @property
+    def devices(self) -> int:
+        return sum(sn.devices for sn in self.supernodes)
+
+    def link(self, level: str) -> LinkLevel:
+        return self.links[level]
+
+    def physical_position(self, hostname: str) -> tuple[int, int]:
+        """(super node ordinal, node index) used to sort any hostlist into physical order."""
+        node = self._by_host[hostname]
+        return (self._sn_ordinal[node.supernode], node.index)
+
+    @property
+    def _sn_ordinal(self) -> dict[str, int]:
+        cached = self.__dict__.get("_sn_ord")
+        if cached is None:
+            cached = {sn.name: i for i, sn in enumerate(self.supernodes)}
+            object.__setattr__(self, "_sn_ord", cached)
+        return cached

@@ -1,0 +1,12 @@
+"""Shared pytest setup. The real-cluster fixture lives in tests/slurm_cluster.py."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+pytest_plugins = ["tests.slurm_cluster"]

@@ -1,0 +1,1 @@
+"""Placeholder: the minicluster fixture is added with contrib/minicluster."""
