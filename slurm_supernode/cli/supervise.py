@@ -1,0 +1,19 @@
+"""`snrun supervise --job-dir DIR -- SCRIPT ARGS`: the batch step of an snrun job."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.description = "Batch-step supervisor: runs the agents, records attempts, restarts."
+    p.add_argument("--job-dir", required=True, type=Path)
+    p.add_argument("program_argv", nargs=argparse.REMAINDER, help="-- SCRIPT ARGS")
+
+
+def run(ns: argparse.Namespace) -> int:
+    from slurm_supernode.supervise.supervisor import run_supervisor
+
+    argv = ns.program_argv[1:] if ns.program_argv[:1] == ["--"] else ns.program_argv
+    return run_supervisor(ns.job_dir, argv)

@@ -1,0 +1,37 @@
+"""Small file helpers shared by every layer: nothing is ever half-written."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+def write_atomic(path: str | os.PathLike[str], text: str, mode: int | None = None) -> Path:
+    """Write ``text`` to a temp file beside ``path``, fsync, then rename over it."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def write_json_atomic(path: str | os.PathLike[str], data: Any) -> Path:
+    return write_atomic(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
+
+
+def expand_path(path: str) -> Path:
+    """``~`` and ``$VARS`` expanded (site path settings are written that way)."""
+    return Path(os.path.expandvars(os.path.expanduser(path)))

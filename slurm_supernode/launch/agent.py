@@ -1,0 +1,230 @@
+"""The per-node agent: one per node inside the job, started by the supervisor's srun step.
+
+It recomputes the rank map locally from the site and the allocation (same inputs, same map
+on every node), checks the allocation is whole super nodes, sets the device order and the
+collective library's variables, writes the HCCL rank table on Ascend sites, and execs
+torchrun with this node's rank as its child (so the node's exit code reaches the ledger).
+No torch import here: torchrun is a separate program.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ClusterShell.NodeSet import NodeSet
+
+from slurm_supernode.errors import JobError
+from slurm_supernode.fsutil import write_json_atomic
+from slurm_supernode.launch.request import whole_supernode_problems
+from slurm_supernode.placement.model import Layout, RankMap
+from slurm_supernode.site.model import Site
+from slurm_supernode.supervise import ledger
+
+# Variables worth keeping in the job directory to explain a run afterwards.
+_KEEP_PREFIXES = ("NCCL_", "HCCL_", "TORCH_", "SNRUN_", "MASTER_", "CUDA_", "ASCEND_", "RANK_")
+
+
+def allocation_hosts(environ: Mapping[str, str]) -> list[str]:
+    """Hostnames of the whole allocation, heterogeneous jobs included."""
+    if environ.get("SNRUN_NODELIST"):
+        return list(NodeSet(environ["SNRUN_NODELIST"]))
+    het = int(environ.get("SLURM_HET_SIZE", "0") or 0)
+    if het > 1:
+        hosts: list[str] = []
+        for i in range(het):
+            hosts += list(NodeSet(environ.get(f"SLURM_JOB_NODELIST_HET_GROUP_{i}", "")))
+        return hosts
+    nodelist = environ.get("SLURM_JOB_NODELIST") or environ.get("SLURM_NODELIST")
+    if not nodelist:
+        raise JobError("no SLURM_JOB_NODELIST: the agent runs inside a Slurm job")
+    return list(NodeSet(nodelist))
+
+
+def master_port(job_id: int, attempt: int) -> int:
+    """A port per job and attempt, so a restart never meets the last attempt's TIME_WAIT."""
+    return 15000 + (job_id * 11 + attempt) % 20000
+
+
+@dataclass(frozen=True)
+class AgentLaunch:
+    """What the agent is about to exec on this node (pure result, testable)."""
+
+    argv: list[str]
+    env: dict[str, str]
+    node_rank: int
+    nnodes: int
+    world_size: int
+    supernode: str
+    devices: tuple[int, ...]
+
+
+def plan_agent_launch(
+    inputs: Mapping[str, Any],
+    site: Site,
+    rank_map: RankMap,
+    hostname: str,
+    environ: Mapping[str, str],
+    *,
+    attempt: int,
+    job_id: int,
+) -> AgentLaunch:
+    """torchrun command and environment for this node. Pure."""
+    try:
+        node = rank_map.node(hostname)
+    except KeyError:
+        raise JobError(f"node {hostname} is not part of the rank map") from None
+    env = dict(environ)
+    devices = ",".join(str(d) for d in node.visible_devices)
+    if site.vendor == "ascend":
+        env["ASCEND_RT_VISIBLE_DEVICES"] = devices
+    else:
+        env["CUDA_VISIBLE_DEVICES"] = devices
+    port = int(environ.get("SNRUN_MASTER_PORT") or master_port(job_id, attempt))
+    master = rank_map.master.hostname
+    env.update(
+        {
+            "SNRUN_SUPERNODE": node.supernode,
+            "SNRUN_NODE_RANK": str(node.node_rank),
+            "SNRUN_NNODES": str(len(rank_map.nodes)),
+            "SNRUN_WORLD_SIZE": str(rank_map.world_size),
+            "SNRUN_ATTEMPT": str(attempt),
+            "SNRUN_LAYOUT": json.dumps(rank_map.layout.as_dict(), sort_keys=True),
+        }
+    )
+    python = inputs.get("python") or sys.executable
+    argv = [
+        python,
+        "-m",
+        "torch.distributed.run",
+        f"--nnodes={len(rank_map.nodes)}",
+        f"--nproc-per-node={rank_map.nproc_per_node}",
+        f"--node-rank={node.node_rank}",
+        f"--master-addr={master}",
+        f"--master-port={port}",
+        *inputs["program_argv"],
+    ]
+    return AgentLaunch(
+        argv=argv,
+        env=env,
+        node_rank=node.node_rank,
+        nnodes=len(rank_map.nodes),
+        world_size=rank_map.world_size,
+        supernode=node.supernode,
+        devices=node.visible_devices,
+    )
+
+
+def load_inputs(job_dir: Path) -> dict[str, Any]:
+    try:
+        return json.loads((job_dir / "plan.json").read_text())
+    except (OSError, ValueError) as exc:
+        raise JobError(f"cannot read the job plan: {exc}", where=str(job_dir)) from None
+
+
+def rank_map_for_job(inputs: Mapping[str, Any], site: Site, hosts: list[str]) -> RankMap:
+    from slurm_supernode.placement.rankmap import build_rank_map
+
+    lay = inputs["layout"]
+    layout = Layout(
+        tp=lay["tp"], cp=lay["cp"], ep=lay["ep"], pp=lay["pp"], order=lay["order"], dp=1
+    )
+    return build_rank_map(site, hosts, layout, inputs.get("nproc_per_node"))
+
+
+def run_agent(
+    job_dir: Path,
+    environ: Mapping[str, str] | None = None,
+    program_argv: list[str] | None = None,
+) -> int:
+    """Entry of ``snrun agent``: compute, record, run torchrun; returns its exit code."""
+    from slurm_supernode.site.loader import load_site
+
+    environ = dict(os.environ if environ is None else environ)
+    inputs = load_inputs(job_dir)
+    if program_argv:
+        inputs["program_argv"] = list(program_argv)
+    site = load_site(inputs["site_file"])
+    hosts = allocation_hosts(environ)
+    if not inputs.get("allow_partial"):
+        problems = whole_supernode_problems(site, hosts)
+        if problems:
+            raise JobError("allocation is not whole super nodes: " + "; ".join(problems))
+    rank_map = rank_map_for_job(inputs, site, hosts)
+    hostname = environ.get("SLURMD_NODENAME") or socket.gethostname()
+    attempt = int(environ.get("SNRUN_ATTEMPT", "0") or 0)
+    job_id = int(environ.get("SLURM_JOB_ID", "0") or 0)
+    launch = plan_agent_launch(
+        inputs, site, rank_map, hostname, environ, attempt=attempt, job_id=job_id
+    )
+    if site.vendor == "ascend":
+        from slurm_supernode.placement.hccl import write_rank_table_for
+
+        table = job_dir / f"rank_table.{job_id}.{attempt}.json"
+        write_rank_table_for(site, rank_map, table)
+        launch.env["RANK_TABLE_FILE"] = str(table)
+    keep = {k: v for k, v in launch.env.items() if k.startswith(_KEEP_PREFIXES)}
+    write_json_atomic(
+        job_dir / "env" / f"{hostname}.{attempt}.json",
+        {"argv": launch.argv, "node_rank": launch.node_rank, "env": keep},
+    )
+    os.chdir(inputs.get("workdir") or os.getcwd())
+    code = run_child(launch.argv, launch.env)
+    ledger.append(
+        job_dir, "node_exit", attempt=attempt, job_id=job_id, node=hostname, exit_code=code
+    )
+    return code
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (from /proc), children first."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if fields[0] != "Z":
+            children.setdefault(int(fields[1]), []).append(int(entry))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def run_child(argv: list[str], env: Mapping[str, str]) -> int:
+    """Run torchrun as a child and forward signals: TERM/INT/HUP to torchrun (it stops its
+    workers), USR1/USR2 to the training processes only (torchrun would die of them)."""
+    import signal
+    import subprocess
+
+    proc = subprocess.Popen(argv, env=dict(env))
+
+    def to_launcher(signum: int, _frame: object) -> None:
+        proc.send_signal(signum)
+
+    def to_workers(signum: int, _frame: object) -> None:
+        for pid in _descendants(proc.pid):
+            try:
+                os.kill(pid, signum)
+            except ProcessLookupError:
+                pass
+
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, to_launcher)
+    for sig in (signal.SIGUSR1, signal.SIGUSR2):
+        signal.signal(sig, to_workers)
+    code = proc.wait()
+    return code if code >= 0 else 128 - code

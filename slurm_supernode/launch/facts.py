@@ -1,0 +1,34 @@
+"""Ask the running Slurm what it offers (the one side-effecting input of the plan step)."""
+
+from __future__ import annotations
+
+from ClusterShell.NodeSet import NodeSet
+
+from slurm_supernode.errors import SlurmError
+from slurm_supernode.launch.request import ClusterFacts
+from slurm_supernode.site.model import Site
+
+
+def gather_facts(site: Site, *, required: bool) -> ClusterFacts | None:
+    """Version, topology plugin, node features and partitions; None when Slurm cannot be
+    reached and ``required`` is false (a dry run on a laptop still plans)."""
+    from slurm_supernode.slurm.nodes import node_infos, partition_infos
+    from slurm_supernode.slurm.version import detect_features
+
+    try:
+        feats = detect_features()
+        nodes = node_infos()
+        parts = partition_infos()
+    except SlurmError:
+        if required:
+            raise
+        return None
+    default = next((p.name for p in parts if p.default), None)
+    return ClusterFacts(
+        version=tuple(feats.version)[:3],
+        topology_plugin=feats.topology_plugin,
+        supports_segment=bool(feats.supports_segment),
+        node_features={n.name: frozenset(n.features) for n in nodes},
+        partition_nodes={p.name: tuple(NodeSet(p.nodes)) for p in parts},
+        default_partition=default,
+    )

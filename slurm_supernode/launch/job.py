@@ -1,0 +1,177 @@
+"""plan -> render -> submit for one snrun job.
+
+``plan_job`` is pure (no Slurm call, no file written): it returns the materialised request,
+the script text and everything the job directory will hold, so ``--dry-run`` and tests can
+inspect it. ``submit_job`` writes the job directory and calls sbatch through the Slurm layer.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from slurm_supernode import __version__
+from slurm_supernode.errors import InputError, SlurmError
+from slurm_supernode.fsutil import expand_path, write_atomic, write_json_atomic
+from slurm_supernode.launch.envmerge import merge_env
+from slurm_supernode.launch.jobdir import job_dir_name, link_job_id
+from slurm_supernode.launch.jobspec import JobSpec
+from slurm_supernode.launch.render import render_sbatch
+from slurm_supernode.launch.request import ClusterFacts, SbatchRequest, plan_request
+from slurm_supernode.site.model import Site
+
+
+@dataclass(frozen=True)
+class JobPlan:
+    """Everything decided before submission."""
+
+    spec: JobSpec
+    site: Site
+    request: SbatchRequest
+    job_dir: Path
+    script: str
+    env: dict[str, str]  # site profiles < --env (the template may add its own in between)
+    agent_inputs: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def example_hosts(self) -> list[str]:
+        """Nodes of the first candidate super nodes: the allocation used to preview the plan."""
+        k = self.request.supernodes or 1
+        hosts: list[str] = []
+        for name in self.request.candidates[:k]:
+            hosts += list(self.site.supernode(name).hostnames)
+        if self.request.supernodes is None:
+            hosts = hosts[: self.request.nodes]
+        return hosts
+
+
+def program_argv(spec: JobSpec) -> list[str]:
+    """What torchrun runs: ``SCRIPT ARGS`` or ``-m MODULE ARGS``."""
+    head = ["-m", spec.program] if spec.module else [spec.program]
+    return head + list(spec.program_args)
+
+
+def plan_job(
+    spec: JobSpec,
+    site: Site,
+    facts: ClusterFacts | None = None,
+    *,
+    jobs_root: Path | None = None,
+    stamp: float | None = None,
+    token: str | None = None,
+) -> JobPlan:
+    """Decide the request, the job directory and the script text. Pure."""
+    if not spec.module and not spec.program:
+        raise InputError("no training script given", where="SCRIPT", hint="snrun train.py ...")
+    root = jobs_root or expand_path(site.paths.jobs_dir)
+    job_dir = (root / job_dir_name(spec.name, stamp, token)).absolute()
+    logs = job_dir / "logs"
+    request = plan_request(
+        spec, site, facts, output=str(logs / "slurm-%j.out")
+    )
+    nproc = spec.nproc_per_node
+    per_node = {n.devices for sn in site.supernodes for n in sn.nodes}
+    if nproc is not None and (nproc < 1 or nproc > max(per_node)):
+        raise InputError(
+            f"--nproc-per-node {nproc} is out of range",
+            where="--nproc-per-node",
+            hint=f"nodes of site {site.name} have {max(per_node)} devices",
+        )
+    site_env, user_env = merge_env(site, spec.env, spec.profiles)
+    workdir = spec.workdir or os.getcwd()
+    python = spec.launcher_python or sys.executable
+    agent_inputs = {
+        "version": __version__,
+        "job_name": spec.name,
+        "site_file": str(job_dir / "site.yaml"),
+        "site_name": site.name,
+        "vendor": site.vendor,
+        "layout": spec.layout.as_dict(),
+        "nproc_per_node": nproc,
+        "allow_partial": spec.allow_partial,
+        "strategy": request.strategy,
+        "supernodes": request.supernodes,
+        "nodes": request.nodes,
+        "max_restarts": spec.max_restarts,
+        "program_argv": program_argv(spec),
+        "python": python,
+        "workdir": workdir,
+        "request": request.as_dict(),
+    }
+    summary = (
+        f"{request.nodes} nodes, "
+        + (f"{request.supernodes} whole super node(s)" if request.supernodes else "partial")
+        + f" via '{request.strategy}'"
+    )
+    context = {
+        "version": __version__,
+        "site_name": site.name,
+        "job_name": spec.name,
+        "request_summary": summary,
+        "sbatch_args": request.sbatch_args(),
+        "job_dir": str(job_dir),
+        "site_file": str(job_dir / "site.yaml"),
+        "max_restarts": spec.max_restarts,
+        "site_env": list(site_env.items()),
+        "user_env": list(user_env.items()),
+        "workdir": workdir,
+        "python": python,
+        "program_argv": program_argv(spec),
+        "nodes": request.nodes,
+        "supernodes": request.supernodes,
+        "heterogeneous": request.heterogeneous,
+    }
+    script = render_sbatch(context, spec.template, spec.blocks)
+    return JobPlan(
+        spec=spec,
+        site=site,
+        request=request,
+        job_dir=job_dir,
+        script=script,
+        env={**site_env, **user_env},
+        agent_inputs=agent_inputs,
+    )
+
+
+def write_job_dir(plan: JobPlan) -> None:
+    """Create the job directory with the script, request, plan, env and a copy of the site."""
+    d = plan.job_dir
+    (d / "logs").mkdir(parents=True, exist_ok=True)
+    if plan.site.source and Path(plan.site.source).is_file():
+        shutil.copyfile(plan.site.source, d / "site.yaml")
+    else:
+        raise InputError("the site has no source file to copy into the job directory")
+    write_atomic(d / "job.sh", plan.script, mode=0o755)
+    write_json_atomic(d / "request.json", plan.request.as_dict())
+    write_json_atomic(d / "plan.json", plan.agent_inputs)
+    write_json_atomic(d / "env.json", plan.env)
+
+
+def submit_job(plan: JobPlan, *, attempts: int = 3) -> int:
+    """Write the job directory and submit with sbatch; returns the job id."""
+    from slurm_supernode.slurm import jobs
+
+    write_job_dir(plan)
+    last: SlurmError | None = None
+    for i in range(attempts):
+        try:
+            job_id = jobs.submit(
+                plan.script, plan.request.sbatch_args(), cwd=plan.agent_inputs["workdir"]
+            )
+            break
+        except SlurmError as exc:
+            # Retry only when the controller is busy/unreachable; refusals are final.
+            if "temporarily" not in str(exc).lower() and "unable to contact" not in str(exc):
+                raise
+            last = exc
+            time.sleep(1 + i)
+    else:
+        raise last or SlurmError("sbatch failed")
+    link_job_id(plan.job_dir.parent, plan.job_dir, job_id)
+    write_json_atomic(plan.job_dir / "job.json", {"job_ids": [job_id], "submitted": time.time()})
+    return job_id

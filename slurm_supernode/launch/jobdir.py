@@ -1,0 +1,51 @@
+"""The job directory: one folder per job chain with everything needed to understand it.
+
+Layout: ``<jobs_dir>/<name>-<stamp>/`` holds ``job.sh`` (rendered script), ``request.json``,
+``plan.json`` (agent inputs), ``env.json``, ``site.yaml`` (a copy: the job keeps the site it
+was planned with), ``ledger.jsonl`` (attempts), ``logs/``. ``<jobs_dir>/by-id/<job id>`` links
+to it so ``snrun status ID`` finds it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import time
+from pathlib import Path
+
+from slurm_supernode.errors import InputError
+
+_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def job_dir_name(job_name: str, stamp: float | None = None, token: str | None = None) -> str:
+    """Folder name from the job name (made filesystem-safe), a timestamp and a random token."""
+    safe = _SAFE.sub("_", job_name).strip("._") or "job"
+    when = time.strftime("%Y%m%d-%H%M%S", time.localtime(stamp if stamp is not None else None))
+    return f"{safe[:48]}-{when}-{token or secrets.token_hex(2)}"
+
+
+def link_job_id(jobs_root: Path, job_dir: Path, job_id: int) -> None:
+    """``by-id/<job id>`` -> job dir (replaced atomically if it exists)."""
+    by_id = jobs_root / "by-id"
+    by_id.mkdir(parents=True, exist_ok=True)
+    tmp = by_id / f".{job_id}.{os.getpid()}"
+    tmp.unlink(missing_ok=True)
+    tmp.symlink_to(os.path.relpath(job_dir, by_id))
+    os.replace(tmp, by_id / str(job_id))
+
+
+def find_job_dir(jobs_root: Path, job: str) -> Path:
+    """A job dir by job id (``by-id`` link) or by path."""
+    direct = Path(job)
+    if direct.is_dir() and (direct / "plan.json").exists():
+        return direct.resolve()
+    link = jobs_root / "by-id" / job
+    if link.exists():
+        return link.resolve()
+    raise InputError(
+        f"no snrun job {job!r} under {jobs_root}",
+        where="JOB",
+        hint="give the job id printed by snrun or the job directory",
+    )

@@ -1,0 +1,79 @@
+"""What the user asked for, before any decision: the input of the plan step."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from slurm_supernode.errors import InputError
+from slurm_supernode.placement.model import Layout
+
+_ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_TIME = re.compile(r"^(\d+-)?\d+(:\d+){0,2}$|^\d+-\d+$|^(UNLIMITED|INFINITE)$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """A torchrun job as typed on the command line; sbatch-compatible where names match."""
+
+    program: str  # script path, or module name when ``module`` is true
+    program_args: tuple[str, ...] = ()
+    module: bool = False
+    job_name: str | None = None
+    partition: str | None = None
+    time: str | None = None
+    account: str | None = None
+    qos: str | None = None
+    output: str | None = None
+    error: str | None = None
+    dependency: str | None = None
+    exclusive: bool = True
+    mail_type: str | None = None
+    mail_user: str | None = None
+    sbatch_args: tuple[str, ...] = ()  # passed through verbatim (--sbatch ARG)
+    supernodes: int | None = None
+    nodes: int | None = None
+    allow_partial: bool = False
+    nproc_per_node: int | None = None
+    layout: Layout = field(default_factory=Layout)
+    env: tuple[tuple[str, str], ...] = ()  # --env K=V, in order; later wins
+    profiles: tuple[str, ...] = ()  # extra site env profiles (--profile)
+    site: str | None = None
+    template: str | None = None
+    blocks: tuple[tuple[str, str], ...] = ()  # (block name, template path) overrides
+    max_restarts: int = 3
+    workdir: str | None = None
+    launcher_python: str | None = None  # python3 that runs the agent inside the job
+
+    @property
+    def name(self) -> str:
+        """Job name: the given one, else the program's base name (like sbatch)."""
+        if self.job_name:
+            return self.job_name
+        base = self.program.rsplit("/", 1)[-1]
+        return base or "snrun"
+
+
+def parse_env_items(items: list[str] | tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """``K=V`` strings to pairs; the value is kept literally (quotes, $(), newlines)."""
+    pairs = []
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not _ENV_KEY.match(key):
+            raise InputError(
+                f"bad --env value {item!r}",
+                where="--env",
+                hint="use NAME=VALUE with NAME a shell variable name",
+            )
+        pairs.append((key, value))
+    return tuple(pairs)
+
+
+def check_time(value: str | None) -> None:
+    """Reject a --time Slurm would reject, before anything is submitted."""
+    if value is not None and not _TIME.match(value):
+        raise InputError(
+            f"bad time limit {value!r}",
+            where="-t/--time",
+            hint="use MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS",
+        )

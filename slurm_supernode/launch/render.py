@@ -1,0 +1,118 @@
+"""Render sbatch scripts from Jinja templates. Pure: text in, text out.
+
+Every ``{{ expression }}`` is shell-quoted by the environment's ``finalize`` hook, so a value
+with quotes, ``$()``, backticks or newlines reaches the program literally unless a template
+marks it otherwise on purpose: ``|comment`` (for ``#`` lines: control characters escaped) or
+``|argv`` (a list, each item quoted). ``|raw`` is for values snrun itself checked (env names).
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from slurm_supernode.errors import InputError
+from slurm_supernode.resources import templates_dir
+
+DEFAULT_TEMPLATE = "sbatch.sh.j2"
+BLOCKS = ("header", "environment", "template_env", "setup", "launch", "teardown")
+
+
+class Raw(str):
+    """A string already safe for the shell; finalize leaves it alone."""
+
+
+def _finalize(value: Any) -> str:
+    if isinstance(value, Raw):
+        return value
+    if value is None:
+        return "''"
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, int):
+        return str(value)
+    return shlex.quote(str(value))
+
+
+def _comment(value: Any) -> Raw:
+    text = str(value)
+    return Raw(text.encode("unicode_escape").decode("ascii").replace("\\\\", "\\"))
+
+
+def _argv(values: Iterable[Any]) -> Raw:
+    return Raw(" ".join(shlex.quote(str(v)) for v in values))
+
+
+def _raw(value: Any) -> Raw:
+    return Raw(str(value))
+
+
+def make_environment(search: Iterable[Path] = ()) -> jinja2.Environment:
+    """Jinja environment: user/site folders first, then the bundled templates."""
+    paths = [str(p) for p in search] + [str(templates_dir())]
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(paths),
+        finalize=_finalize,
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(comment=_comment, argv=_argv, raw=_raw)
+    return env
+
+
+def _block_override(base: str, blocks: Iterable[tuple[str, str]]) -> str | None:
+    parts = []
+    for name, path in blocks:
+        if name not in BLOCKS:
+            raise InputError(
+                f"unknown template block {name!r}",
+                where="--block",
+                hint="valid: " + ", ".join(BLOCKS),
+            )
+        try:
+            body = Path(path).read_text()
+        except OSError as exc:
+            raise InputError(f"cannot read block file: {exc.strerror}", where=path) from None
+        parts.append(f"{{% block {name} %}}{body}{{% endblock %}}")
+    if not parts:
+        return None
+    return f"{{% extends {base!r} %}}" + "".join(parts)
+
+
+def render_sbatch(
+    context: Mapping[str, Any],
+    template: str | None = None,
+    blocks: Iterable[tuple[str, str]] = (),
+    search: Iterable[Path] = (),
+) -> str:
+    """Render the sbatch script. ``template`` is a bundled name or a path to a .j2 file;
+    ``blocks`` replaces single blocks of it by (name, file) pairs."""
+    search = list(search)
+    name = template or DEFAULT_TEMPLATE
+    if template and Path(template).is_file():
+        path = Path(template).resolve()
+        search.insert(0, path.parent)
+        name = path.name
+    env = make_environment(search)
+    try:
+        override = _block_override(name, blocks)
+        tmpl = env.from_string(override) if override else env.get_template(name)
+        return tmpl.render(**context)
+    except jinja2.TemplateNotFound as exc:
+        raise InputError(
+            f"template {exc.name!r} not found",
+            where="--template",
+            hint=f"give a path or a name in {templates_dir()}",
+        ) from None
+    except jinja2.TemplateSyntaxError as exc:
+        where = f"{exc.filename or name}:{exc.lineno}"
+        raise InputError(f"template syntax error: {exc.message}", where=where) from None
+    except jinja2.UndefinedError as exc:
+        raise InputError(f"template uses an unknown value: {exc.message}", where=name) from None

@@ -1,0 +1,126 @@
+"""The attempt ledger: an append-only JSON-lines file in the job directory.
+
+Several processes on several nodes append to it (supervisor, agents), so every append happens
+under a ``filelock`` and is one ``write`` of one line. A writer killed mid-line leaves a torn
+last line: the next writer starts on a fresh line and readers skip what does not parse.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock
+
+LEDGER = "ledger.jsonl"
+
+
+def ledger_path(job_dir: Path) -> Path:
+    return job_dir / LEDGER
+
+
+def append(job_dir: Path, event: str, **fields: Any) -> dict[str, Any]:
+    """Append one record ``{"event", "time", **fields}``; returns it."""
+    record = {"event": event, "time": round(time.time(), 3), **fields}
+    line = json.dumps(record, sort_keys=True, separators=(",", ":")) + "\n"
+    path = ledger_path(job_dir)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(path) + ".lock", timeout=60):
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            size = os.fstat(fd).st_size
+            if size:
+                with open(path, "rb") as fh:
+                    fh.seek(size - 1)
+                    if fh.read(1) != b"\n":
+                        line = "\n" + line  # a torn line before us: start fresh
+            os.write(fd, line.encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    return record
+
+
+def read(job_dir: Path) -> Iterator[dict[str, Any]]:
+    """Every complete record, in order; torn or foreign lines are skipped."""
+    path = ledger_path(job_dir)
+    if not path.exists():
+        return
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for raw in fh:
+            if not raw.endswith("\n"):
+                continue
+            try:
+                rec = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(rec, dict) and "event" in rec:
+                yield rec
+
+
+@dataclass
+class Attempt:
+    """One attempt, folded from its ledger records."""
+
+    attempt: int
+    job_id: int | None = None
+    start: float | None = None
+    end: float | None = None
+    nodes: str | None = None
+    exit_code: int | None = None
+    node_exits: dict[str, int] = field(default_factory=dict)
+    cause: str | None = None
+    action: str | None = None
+    detail: str | None = None
+    progress: str | None = None
+
+
+@dataclass
+class Chain:
+    """A job chain: every attempt and the final state (if the chain ended)."""
+
+    attempts: list[Attempt]
+    final: dict[str, Any] | None
+    job_ids: list[int]
+
+
+def fold(records: list[dict[str, Any]] | Iterator[dict[str, Any]]) -> Chain:
+    """Attempts and final state from ledger records."""
+    attempts: dict[int, Attempt] = {}
+    final = None
+    job_ids: list[int] = []
+    for rec in records:
+        jid = rec.get("job_id")
+        if isinstance(jid, int) and jid not in job_ids:
+            job_ids.append(jid)
+        ev = rec["event"]
+        if ev == "final":
+            final = rec
+            continue
+        n = rec.get("attempt")
+        if not isinstance(n, int):
+            continue
+        a = attempts.setdefault(n, Attempt(attempt=n))
+        if ev == "attempt_start":
+            a.start, a.job_id, a.nodes = rec["time"], jid, rec.get("nodes")
+        elif ev == "node_exit":
+            a.node_exits[rec.get("node", "?")] = rec.get("exit_code", -1)
+        elif ev == "attempt_end":
+            a.end = rec["time"]
+            a.exit_code = rec.get("exit_code")
+            a.cause = rec.get("cause")
+            a.action = rec.get("action")
+            a.detail = rec.get("detail")
+            a.progress = rec.get("progress")
+    return Chain(attempts=[attempts[k] for k in sorted(attempts)], final=final, job_ids=job_ids)
+
+
+def next_attempt(job_dir: Path) -> int:
+    """Number of the next attempt: one more than the highest recorded."""
+    chain = fold(read(job_dir))
+    return (chain.attempts[-1].attempt + 1) if chain.attempts else 0

@@ -1,0 +1,251 @@
+"""The supervisor: the batch step of every snrun job.
+
+It runs one srun step (an agent per node, each running torchrun), records every attempt in
+the ledger, classifies failures and acts, fastest first: restart inside the allocation,
+requeue the same job with bad nodes excluded (released at once: Slurm alone waits 120 s),
+or submit a fresh job with ``--exclude``. SIGUSR2 before the time limit goes to the training
+processes (checkpoint), then the job requeues itself.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+from ClusterShell.NodeSet import NodeSet
+
+from slurm_supernode.errors import SlurmError
+from slurm_supernode.launch.agent import allocation_hosts, load_inputs, master_port
+from slurm_supernode.supervise import ledger
+from slurm_supernode.supervise.classify import (
+    BAD_NODE_STATES,
+    AttemptResult,
+    Decision,
+    decide,
+    default_budgets,
+)
+
+HEARTBEAT = "heartbeat"
+
+
+def srun_command(
+    python: str, job_dir: Path, hosts: list[str], het_size: int, program_argv: list[str]
+) -> list[str]:
+    """One task per node across the whole allocation (every component of a het job)."""
+    cmd = ["srun", "--kill-on-bad-exit=0", "--ntasks-per-node=1", "--export=ALL"]
+    if het_size > 1:
+        cmd.append("--het-group=" + ",".join(str(i) for i in range(het_size)))
+    else:
+        cmd += [f"--nodes={len(hosts)}", f"--ntasks={len(hosts)}"]
+    cmd += [python, "-m", "slurm_supernode", "agent", "--job-dir", str(job_dir)]
+    return [*cmd, "--", *program_argv] if program_argv else cmd
+
+
+class _Signals:
+    """Remember Slurm's signals and forward them to the running step."""
+
+    def __init__(self) -> None:
+        self.got: str | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
+        signal.signal(signal.SIGUSR2, self._usr2)
+        signal.signal(signal.SIGTERM, self._term)
+
+    def _usr2(self, _signum: int, _frame: object) -> None:
+        self.got = self.got or "USR2"
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGUSR2)  # srun forwards it to every agent
+
+    def _term(self, _signum: int, _frame: object) -> None:
+        self.got = "TERM"
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+
+
+def _bad_nodes(hosts: list[str]) -> list[str]:
+    from slurm_supernode.slurm.nodes import node_infos
+
+    try:
+        infos = node_infos(hosts)
+    except SlurmError:
+        return []
+    bad = []
+    for info in infos:
+        words = {w.strip("*").lower() for w in str(info.state).replace("+", " ").split()}
+        if words & set(BAD_NODE_STATES) or str(info.state).endswith("*"):
+            bad.append(info.name)
+    return bad
+
+
+def _read_progress(job_dir: Path) -> tuple[str | None, float | None]:
+    path = job_dir / HEARTBEAT
+    try:
+        return path.read_text().strip()[:200] or None, path.stat().st_mtime
+    except OSError:
+        return None, None
+
+
+def _close_orphan_attempt(job_dir: Path, job_id: int, restart_count: int) -> None:
+    """An attempt without an end means Slurm requeued the job under us (node failure)."""
+    chain = ledger.fold(ledger.read(job_dir))
+    if chain.attempts and chain.attempts[-1].end is None and restart_count > 0:
+        last = chain.attempts[-1]
+        ledger.append(
+            job_dir,
+            "attempt_end",
+            attempt=last.attempt,
+            job_id=last.job_id,
+            exit_code=None,
+            cause="node_failure",
+            action="requeue",
+            detail="job requeued by Slurm while the attempt ran (node lost)",
+        )
+
+
+def requeue_self(job_id: int, exclude: tuple[str, ...]) -> None:
+    """Requeue this job with bad nodes excluded, and release it at once."""
+    from slurm_supernode.slurm import jobs
+
+    jobs.requeue(job_id, release=False)
+    fields: dict[str, str] = {"StartTime": "now"}
+    if exclude:
+        fields["ExcNodeList"] = str(NodeSet.fromlist(exclude))
+    jobs.update_job(job_id, **fields)
+
+
+def resubmit(job_dir: Path, job_id: int, exclude: tuple[str, ...]) -> int:
+    """Fresh job for the same chain, bad nodes excluded, after this one ends."""
+    import json
+
+    from slurm_supernode.launch.jobdir import link_job_id
+    from slurm_supernode.slurm import jobs
+
+    request = json.loads((job_dir / "request.json").read_text())
+    args = [f"--dependency=afterany:{job_id}"]
+    if exclude:
+        args.append(f"--exclude={NodeSet.fromlist(exclude)}")
+    new_id = jobs.submit((job_dir / "job.sh").read_text(), args + request["sbatch_args"])
+    link_job_id(job_dir.parent, job_dir, new_id)
+    return new_id
+
+
+def run_supervisor(
+    job_dir: Path, program_argv: list[str], environ: Mapping[str, str] | None = None
+) -> int:
+    """Run attempts until success or a final state; returns the batch script's exit code."""
+    env = dict(os.environ if environ is None else environ)
+    inputs = load_inputs(job_dir)
+    program_argv = program_argv or list(inputs["program_argv"])
+    job_id = int(env.get("SLURM_JOB_ID", "0") or 0)
+    restart_count = int(env.get("SLURM_RESTART_COUNT", "0") or 0)
+    hosts = allocation_hosts(env)
+    het_size = int(env.get("SLURM_HET_SIZE", "0") or 0)
+    budgets = default_budgets(int(env.get("SNRUN_MAX_RESTARTS") or inputs.get("max_restarts", 3)))
+    hang_timeout = float(env.get("SNRUN_HANG_TIMEOUT") or inputs.get("hang_timeout") or 0)
+    python = inputs.get("python") or sys.executable
+    signals = _Signals()
+    _close_orphan_attempt(job_dir, job_id, restart_count)
+
+    while True:
+        chain = ledger.fold(ledger.read(job_dir))
+        history = [(a.cause, a.progress, a.detail) for a in chain.attempts if a.cause]
+        attempt = (chain.attempts[-1].attempt + 1) if chain.attempts else 0
+        nodelist = str(NodeSet.fromlist(hosts))
+        ledger.append(
+            job_dir,
+            "attempt_start",
+            attempt=attempt,
+            job_id=job_id,
+            nodes=nodelist,
+            restart_count=restart_count,
+        )
+        step_env = env | {
+            "SNRUN_ATTEMPT": str(attempt),
+            "SNRUN_NODELIST": nodelist,
+            "SNRUN_MASTER_PORT": str(master_port(job_id, attempt)),
+            "SNRUN_HEARTBEAT_FILE": str(job_dir / HEARTBEAT),
+            "SNRUN_CHECKPOINT_DIR": env.get("SNRUN_CHECKPOINT_DIR")
+            or str(job_dir / "checkpoints"),
+        }
+        started = time.time()
+        proc = subprocess.Popen(
+            srun_command(python, job_dir, hosts, het_size, program_argv), env=step_env
+        )
+        signals.proc = proc
+        hung = False
+        while proc.poll() is None:
+            time.sleep(0.5)
+            if hang_timeout > 0 and not hung:
+                _, mtime = _read_progress(job_dir)
+                last = max(mtime or 0.0, started)
+                if time.time() - last > hang_timeout:
+                    hung = True
+                    proc.send_signal(signal.SIGTERM)
+        rc = proc.returncode if proc.returncode >= 0 else 128 - proc.returncode
+        signals.proc = None
+        progress, _ = _read_progress(job_dir)
+        node_exits = ledger.fold(ledger.read(job_dir)).attempts[-1].node_exits
+        result = AttemptResult(
+            step_exit=rc,
+            node_exits=node_exits,
+            hosts=hosts,
+            bad_nodes=_bad_nodes(hosts) if rc != 0 else [],
+            signal=signals.got,
+            hung=hung,
+            progress=progress,
+        )
+        decision = decide(result, history, budgets)
+        _record_end(job_dir, attempt, job_id, rc, decision, progress)
+        code = _act(job_dir, job_id, decision)
+        if code is not None:
+            return code
+        signals.got = None
+        time.sleep(min(1.0 * (attempt + 1), 5.0))  # back-off before restarting in place
+
+
+def _record_end(
+    job_dir: Path, attempt: int, job_id: int, rc: int, d: Decision, progress: str | None
+) -> None:
+    ledger.append(
+        job_dir,
+        "attempt_end",
+        attempt=attempt,
+        job_id=job_id,
+        exit_code=rc,
+        cause=d.cause,
+        action=d.action,
+        detail=d.detail,
+        progress=progress,
+        exclude=list(d.exclude),
+    )
+
+
+def _act(job_dir: Path, job_id: int, d: Decision) -> int | None:
+    """Carry out the decision; an int ends the supervisor with that exit code."""
+    if d.action == "none":
+        ledger.append(job_dir, "final", job_id=job_id, state="COMPLETED", reason=d.detail)
+        return 0
+    if d.action == "restart":
+        return None
+    if d.action == "requeue":
+        try:
+            requeue_self(job_id, d.exclude)
+            ledger.append(job_dir, "requeued", job_id=job_id, exclude=list(d.exclude))
+            return 0
+        except SlurmError as exc:
+            try:
+                new_id = resubmit(job_dir, job_id, d.exclude)
+            except SlurmError as exc2:
+                reason = f"{d.detail}; requeue failed ({exc}); resubmit failed ({exc2})"
+                ledger.append(job_dir, "final", job_id=job_id, state="FAILED", reason=reason)
+                return 1
+            ledger.append(
+                job_dir, "resubmitted", job_id=job_id, new_job_id=new_id, reason=str(exc)
+            )
+            return 0
+    ledger.append(job_dir, "final", job_id=job_id, state="FAILED", reason=d.detail)
+    return 1
