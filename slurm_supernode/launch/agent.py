@@ -9,6 +9,7 @@ No torch import here: torchrun is a separate program.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -217,10 +218,8 @@ def run_child(argv: list[str], env: Mapping[str, str]) -> int:
 
     def to_workers(signum: int, _frame: object) -> None:
         for pid in _descendants(proc.pid):
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signum)
-            except ProcessLookupError:
-                pass
 
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, to_launcher)

@@ -71,9 +71,7 @@ def plan_job(
     root = jobs_root or expand_path(site.paths.jobs_dir)
     job_dir = (root / job_dir_name(spec.name, stamp, token)).absolute()
     logs = job_dir / "logs"
-    request = plan_request(
-        spec, site, facts, output=str(logs / "slurm-%j.out")
-    )
+    request = plan_request(spec, site, facts, output=str(logs / "slurm-%j.out"))
     nproc = spec.nproc_per_node
     per_node = {n.devices for sn in site.supernodes for n in sn.nodes}
     if nproc is not None and (nproc < 1 or nproc > max(per_node)):

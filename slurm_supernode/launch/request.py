@@ -92,8 +92,10 @@ def resolve_strategy(site: Site, facts: ClusterFacts | None) -> tuple[str, list[
             hint="valid: " + ", ".join(STRATEGIES),
         )
     notices: list[str] = []
-    if wanted == "block" and facts is not None and not (
-        facts.supports_segment and (facts.topology_plugin or "").endswith("block")
+    if (
+        wanted == "block"
+        and facts is not None
+        and not (facts.supports_segment and (facts.topology_plugin or "").endswith("block"))
     ):
         notices.append(
             "site asks for strategy 'block' but this Slurm has no topology/block with --segment "

@@ -53,9 +53,9 @@ def classify(result: AttemptResult) -> tuple[str, tuple[str, ...], str]:
         return "time_limit", (), "time limit approaching (SIGUSR2): checkpoint and requeue"
     if result.signal == "TERM":
         return "preemption", (), "job signalled to stop (preempted or cancelled)"
-    if result.step_exit == 0 and all(c == 0 for c in result.node_exits.values()):
-        if set(result.node_exits) >= set(result.hosts):
-            return "success", (), "all nodes exited 0"
+    all_zero = all(c == 0 for c in result.node_exits.values())
+    if result.step_exit == 0 and all_zero and set(result.node_exits) >= set(result.hosts):
+        return "success", (), "all nodes exited 0"
     missing = tuple(h for h in result.hosts if h not in result.node_exits)
     bad = tuple(dict.fromkeys([*result.bad_nodes, *missing]))
     if result.hung:

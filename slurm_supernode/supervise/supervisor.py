@@ -168,8 +168,7 @@ def run_supervisor(
             "SNRUN_NODELIST": nodelist,
             "SNRUN_MASTER_PORT": str(master_port(job_id, attempt)),
             "SNRUN_HEARTBEAT_FILE": str(job_dir / HEARTBEAT),
-            "SNRUN_CHECKPOINT_DIR": env.get("SNRUN_CHECKPOINT_DIR")
-            or str(job_dir / "checkpoints"),
+            "SNRUN_CHECKPOINT_DIR": env.get("SNRUN_CHECKPOINT_DIR") or str(job_dir / "checkpoints"),
         }
         started = time.time()
         proc = subprocess.Popen(
@@ -243,9 +242,7 @@ def _act(job_dir: Path, job_id: int, d: Decision) -> int | None:
                 reason = f"{d.detail}; requeue failed ({exc}); resubmit failed ({exc2})"
                 ledger.append(job_dir, "final", job_id=job_id, state="FAILED", reason=reason)
                 return 1
-            ledger.append(
-                job_dir, "resubmitted", job_id=job_id, new_job_id=new_id, reason=str(exc)
-            )
+            ledger.append(job_dir, "resubmitted", job_id=job_id, new_job_id=new_id, reason=str(exc))
             return 0
     ledger.append(job_dir, "final", job_id=job_id, state="FAILED", reason=d.detail)
     return 1
