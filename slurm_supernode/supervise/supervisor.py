@@ -147,6 +147,8 @@ def run_supervisor(
     budgets = default_budgets(int(env.get("SNRUN_MAX_RESTARTS") or inputs.get("max_restarts", 3)))
     hang_timeout = float(env.get("SNRUN_HANG_TIMEOUT") or inputs.get("hang_timeout") or 0)
     python = inputs.get("python") or sys.executable
+    if (ledger.fold(ledger.read(job_dir)).final or {}).get("state") == "CANCELLED":
+        return 0
     signals = _Signals()
     _close_orphan_attempt(job_dir, job_id, restart_count)
 

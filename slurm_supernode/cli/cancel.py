@@ -1,0 +1,28 @@
+"""`snrun cancel JOB`: end the whole chain (every job id it used), and record it."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.description = "Cancel every job of an snrun job chain and mark the chain cancelled."
+    p.add_argument("job", metavar="JOB")
+    p.add_argument("--jobs-dir")
+    p.add_argument("--site")
+
+
+def run(ns: argparse.Namespace) -> int:
+    from slurm_supernode.launch.jobdir import find_job_dir
+    from slurm_supernode.slurm.jobs import cancel
+    from slurm_supernode.supervise import ledger
+    from slurm_supernode.supervise.status import chain_summary, jobs_root
+
+    job_dir = find_job_dir(jobs_root(ns.jobs_dir, ns.site), ns.job)
+    # Mark first, so a supervisor that is just starting sees the chain is over.
+    ledger.append(job_dir, "final", state="CANCELLED", reason="snrun cancel")
+    ids = chain_summary(job_dir)["job_ids"]
+    for job_id in ids:
+        cancel(job_id)
+    print(f"cancelled job chain {job_dir.name} ({', '.join(map(str, ids)) or 'no job ids'})")
+    return 0

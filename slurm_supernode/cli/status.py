@@ -1,0 +1,23 @@
+"""`snrun status JOB`: the attempts of a job chain."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.description = "Show the chain of attempts of an snrun job (job id or job directory)."
+    p.add_argument("job", metavar="JOB")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--jobs-dir")
+    p.add_argument("--site")
+
+
+def run(ns: argparse.Namespace) -> int:
+    from slurm_supernode.launch.jobdir import find_job_dir
+    from slurm_supernode.supervise.status import chain_summary, format_chain, jobs_root, to_json
+
+    job_dir = find_job_dir(jobs_root(ns.jobs_dir, ns.site), ns.job)
+    summary = chain_summary(job_dir)
+    print(to_json(summary) if ns.json else format_chain(summary))
+    return 0

@@ -1,0 +1,70 @@
+"""The chain of attempts of one job, for `snrun status` (table or JSON)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from slurm_supernode.fsutil import expand_path
+from slurm_supernode.supervise import ledger
+
+
+def jobs_root(explicit: str | None, site_name: str | None = None) -> Path:
+    """--jobs-dir, else $SNRUN_JOBS_DIR, else the site's jobs_dir, else ~/.snrun/jobs."""
+    if explicit:
+        return Path(explicit).absolute()
+    if os.environ.get("SNRUN_JOBS_DIR"):
+        return expand_path(os.environ["SNRUN_JOBS_DIR"])
+    if site_name or os.environ.get("SNRUN_SITE"):
+        from slurm_supernode.site.loader import load_site
+
+        return expand_path(load_site(site_name).paths.jobs_dir)
+    return expand_path("~/.snrun/jobs")
+
+
+def chain_summary(job_dir: Path) -> dict[str, Any]:
+    """Attempts, job ids and final state of the chain in ``job_dir``."""
+    chain = ledger.fold(ledger.read(job_dir))
+    submitted = job_dir / "job.json"
+    if submitted.exists():
+        for jid in json.loads(submitted.read_text()).get("job_ids", []):
+            if jid not in chain.job_ids:
+                chain.job_ids.insert(0, jid)
+    state = chain.final["state"] if chain.final else ("RUNNING" if chain.attempts else "PENDING")
+    return {
+        "job_dir": str(job_dir),
+        "job_ids": chain.job_ids,
+        "state": state,
+        "reason": chain.final.get("reason") if chain.final else None,
+        "attempts": [asdict(a) for a in chain.attempts],
+    }
+
+
+def format_chain(summary: dict[str, Any]) -> str:
+    """A plain table, one line per attempt."""
+    lines = [
+        f"job dir : {summary['job_dir']}",
+        f"job ids : {', '.join(map(str, summary['job_ids'])) or '-'}",
+        f"state   : {summary['state']}"
+        + (f" ({summary['reason']})" if summary.get("reason") else ""),
+        "",
+        f"{'#':>3} {'job':>7} {'started':<19} {'secs':>6} {'exit':>4} "
+        f"{'cause':<13} {'action':<9} detail",
+    ]
+    for a in summary["attempts"]:
+        start = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(a["start"])) if a["start"] else "-"
+        secs = f"{a['end'] - a['start']:.1f}" if a["start"] and a["end"] else "-"
+        code = "-" if a["exit_code"] is None else str(a["exit_code"])
+        lines.append(
+            f"{a['attempt']:>3} {a['job_id'] or '-':>7} {start:<19} {secs:>6} {code:>4} "
+            f"{a['cause'] or '(running)':<13} {a['action'] or '-':<9} {a['detail'] or ''}"
+        )
+    return "\n".join(lines)
+
+
+def to_json(summary: dict[str, Any]) -> str:
+    return json.dumps(summary, indent=2)
