@@ -56,11 +56,11 @@ def format_chain(summary: dict[str, Any]) -> str:
         f"{'cause':<13} {'action':<9} detail",
     ]
     for a in summary["attempts"]:
-        start = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(a["start"])) if a["start"] else "-"
+        start = a["start"] and time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(a["start"]))
         secs = f"{a['end'] - a['start']:.1f}" if a["start"] and a["end"] else "-"
         code = "-" if a["exit_code"] is None else str(a["exit_code"])
         lines.append(
-            f"{a['attempt']:>3} {a['job_id'] or '-':>7} {start:<19} {secs:>6} {code:>4} "
+            f"{a["attempt"]:>3} {a["job_id"] or "-":>7} {start or "-":<19} {secs:>6} {code:>4} "
             f"{a['cause'] or '(running)':<13} {a['action'] or '-':<9} {a['detail'] or ''}"
         )
     return "\n".join(lines)
