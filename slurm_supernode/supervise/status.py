@@ -60,7 +60,7 @@ def format_chain(summary: dict[str, Any]) -> str:
         secs = f"{a['end'] - a['start']:.1f}" if a["start"] and a["end"] else "-"
         code = "-" if a["exit_code"] is None else str(a["exit_code"])
         lines.append(
-            f"{a["attempt"]:>3} {a["job_id"] or "-":>7} {start or "-":<19} {secs:>6} {code:>4} "
+            f"{a['attempt']:>3} {a['job_id'] or '-':>7} {start or '-':<19} {secs:>6} {code:>4} "
             f"{a['cause'] or '(running)':<13} {a['action'] or '-':<9} {a['detail'] or ''}"
         )
     return "\n".join(lines)
