@@ -165,10 +165,11 @@ def run_agent(
         inputs, site, rank_map, hostname, environ, attempt=attempt, job_id=job_id
     )
     if site.vendor == "ascend":
-        from slurm_supernode.placement.hccl import write_rank_table_for
+        from slurm_supernode.placement.hccl import write_rank_table
 
         table = job_dir / f"rank_table.{job_id}.{attempt}.json"
-        write_rank_table_for(site, rank_map, table)
+        pods = any(sn.super_pod_id is not None for sn in site.supernodes)
+        write_rank_table(site, rank_map, table, version="1.2" if pods else "1.0")
         launch.env["RANK_TABLE_FILE"] = str(table)
     keep = {k: v for k, v in launch.env.items() if k.startswith(_KEEP_PREFIXES)}
     write_json_atomic(
