@@ -115,23 +115,44 @@ def resolve_layout(layout: Layout, world: int, nproc: int, sn_devices: Iterable[
 # -- spans ---------------------------------------------------------------------------------
 def dim_spans(rm: RankMap, dim: str) -> Counter[str]:
     """How many groups of ``dim`` stay inside one node, one super node, or cross super nodes."""
-    size = rm.layout.size(dim)
-    if size == 1:
-        return Counter()
-    stride = dim_strides(rm.layout)[dim]
-    nproc = rm.nproc_per_node
-    sn_of = [n.supernode for n in rm.nodes]
+    return span_counts(rm.layout, rm.nproc_per_node, [n.supernode for n in rm.nodes], dim)
+
+
+def span_counts(
+    layout: Layout, nproc: int, sn_of: list[str], dim: str, *, stop_at_inter: bool = False
+) -> Counter[str]:
+    """Spans computed from the node order alone (no rank list): the planner's search uses it.
+
+    ``sn_of[i]`` is the super node of node rank i. ``stop_at_inter`` returns as soon as one
+    group crosses super nodes (enough to know the slowest level).
+    """
+    size = layout.size(dim)
     counts: Counter[str] = Counter()
+    if size == 1:
+        return counts
+    stride = dim_strides(layout)[dim]
+    world = len(sn_of) * nproc
     block = stride * size
-    for start in range(0, rm.world_size, block):
+    for start in range(0, world, block):
         for base in range(start, start + stride):
             first = base // nproc
             last = (base + (size - 1) * stride) // nproc
             if first == last:
                 counts["node"] += 1
                 continue
-            sns = {sn_of[(base + k * stride) // nproc] for k in range(size)}
-            counts["supernode" if len(sns) == 1 else "inter"] += 1
+            if (
+                sn_of[first] == sn_of[last]
+                and len(
+                    {sn_of[(base + k * stride) // nproc] for k in range(1, size - 1)}
+                    | {sn_of[first]}
+                )
+                == 1
+            ):
+                counts["supernode"] += 1
+                continue
+            counts["inter"] += 1
+            if stop_at_inter:
+                return counts
     return counts
 
 

@@ -84,7 +84,7 @@ def coords_of(rank: int, layout: Layout) -> dict[str, int]:
     return {d: out[d] for d in DIMENSIONS}
 
 
-def _order_nodes(site: Site, names: list[str], physical: bool) -> list[Node]:
+def order_nodes(site: Site, names: list[str], physical: bool) -> list[Node]:
     unknown = [h for h in names if not site.has_node(h)]
     if unknown:
         raise PlacementError(
@@ -98,7 +98,7 @@ def _order_nodes(site: Site, names: list[str], physical: bool) -> list[Node]:
     return [site.node(h) for h in names]
 
 
-def _nproc(nodes: list[Node], nproc_per_node: int | None) -> int:
+def resolve_nproc(nodes: list[Node], nproc_per_node: int | None) -> int:
     counts = sorted({n.devices for n in nodes})
     if nproc_per_node is None:
         if len(counts) != 1:
@@ -133,8 +133,8 @@ def build_rank_map(
     from slurm_supernode.placement import checks  # local: checks imports this module
 
     names = parse_hosts(hosts)
-    nodes = _order_nodes(site, names, physical)
-    nproc = _nproc(nodes, nproc_per_node)
+    nodes = order_nodes(site, names, physical)
+    nproc = resolve_nproc(nodes, nproc_per_node)
     world = len(nodes) * nproc
     layout = checks.resolve_layout(layout or Layout(), world, nproc, _sn_devices(nodes, nproc))
 
