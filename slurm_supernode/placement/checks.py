@@ -79,12 +79,11 @@ def _describe(choice: dict[str, int], layout: Layout) -> str:
     return " ".join(diff) or "as given"
 
 
-def resolve_layout(layout: Layout, world: int, nproc: int, sn_devices: Iterable[int]) -> Layout:
+def resolve_layout(layout: Layout, world: int, nproc: int) -> Layout:
     """Check ``layout`` against the allocation and return it with dp filled in.
 
     ``dp`` is derived (world / tp*cp*ep*pp); a dp other than 1 in the input must agree.
     """
-    del sn_devices  # soft: reported by run_checks, not a reason to refuse
     parse_order(layout.order)
     given_dp = layout.dp if layout.dp != 1 else None
     problem = layout_problem(

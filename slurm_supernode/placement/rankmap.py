@@ -136,7 +136,7 @@ def build_rank_map(
     nodes = order_nodes(site, names, physical)
     nproc = resolve_nproc(nodes, nproc_per_node)
     world = len(nodes) * nproc
-    layout = checks.resolve_layout(layout or Layout(), world, nproc, _sn_devices(nodes, nproc))
+    layout = checks.resolve_layout(layout or Layout(), world, nproc)
 
     placements = []
     for i, node in enumerate(nodes):
@@ -148,14 +148,6 @@ def build_rank_map(
     found = checks.run_checks(rm, site)
     checks.raise_on_hard_failures(found, rm, site)
     return RankMap(layout=layout, nproc_per_node=nproc, nodes=rm.nodes, ranks=ranks, checks=found)
-
-
-def _sn_devices(nodes: list[Node], nproc: int) -> list[int]:
-    """Devices the job uses in each super node it touches (nproc x its allocated nodes)."""
-    per_sn: dict[str, int] = {}
-    for n in nodes:
-        per_sn[n.supernode] = per_sn.get(n.supernode, 0) + nproc
-    return list(per_sn.values())
 
 
 def _place_ranks(
