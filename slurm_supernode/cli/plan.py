@@ -1,0 +1,166 @@
+"""`snrun plan`: the rank-to-device map of an allocation, its checks and communication cost.
+
+Argument parsing only; the work is in ``slurm_supernode.placement``. Inside a job the
+nodelist and site default to ``$SLURM_JOB_NODELIST`` and ``$SNRUN_SITE``. Never imports torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from slurm_supernode.errors import InputError, PlacementError
+
+MODEL_FLAGS = (
+    ("--hidden", int, "hidden size"),
+    ("--layers", int, "transformer layers"),
+    ("--seq", int, "sequence length (tokens)"),
+    ("--micro-batch", int, "sequences per micro-batch"),
+    ("--dtype-bytes", int, "bytes per activation/gradient element (2 for bf16)"),
+    ("--experts", int, "MoE experts per layer"),
+    ("--topk", int, "experts per token"),
+    ("--params", float, "total parameters (e.g. 70e9)"),
+    ("--active-params", float, "parameters used per token (MoE)"),
+)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+    return value
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.description = "Show the rank-to-device map of an allocation and what it communicates."
+    p.add_argument("--site", default=os.environ.get("SNRUN_SITE"), help="site name or YAML path")
+    p.add_argument(
+        "--nodelist",
+        default=os.environ.get("SLURM_JOB_NODELIST"),
+        help="hostlist of the allocation (default $SLURM_JOB_NODELIST)",
+    )
+    p.add_argument("--nproc-per-node", type=_positive, help="ranks per node (default: devices)")
+    for dim in ("tp", "cp", "ep", "pp"):
+        p.add_argument(f"--{dim}", type=_positive, default=1, help=f"{dim.upper()} size")
+    p.add_argument("--order", default="tp-cp-ep-dp-pp", help="dimensions, innermost first")
+    p.add_argument("--json", action="store_true", help="print the plan as JSON")
+    p.add_argument("--full", action="store_true", help="list every node in the table")
+    g = p.add_argument_group("communication planner")
+    g.add_argument("--model", help="model preset (llama-70b, llama-405b, gpt-175b, mixtral-8x7b)")
+    for flag, typ, text in MODEL_FLAGS:
+        g.add_argument(flag, type=typ, help=text)
+    g.add_argument("--global-batch", type=_positive, help="sequences per step (default: world)")
+    g.add_argument("--compute-time", type=float, help="compute seconds per step (measured)")
+    g.add_argument("--tflops", type=float, help="peak TFLOP/s per device (derives compute)")
+    g.add_argument("--mfu", type=float, default=0.4, help="model FLOPs utilisation (0.4)")
+    g.add_argument("--device-memory", type=float, help="GB per device: filter --recommend")
+    g.add_argument("--recommend", action="store_true", help="rank feasible layouts (top 10)")
+    g.add_argument("--top", type=_positive, default=10, help="how many layouts to recommend")
+    o = p.add_argument_group("files")
+    o.add_argument("--hccl-rank-table", metavar="OUT", help="write an HCCL rank table (Ascend)")
+    o.add_argument("--rank-table-version", choices=("1.0", "1.2"), default="1.0")
+    o.add_argument("--nccl-topo-file", metavar="OUT", help="write an NCCL_TOPO_FILE (NVIDIA)")
+
+
+def _load_site(name: str | None):
+    if not name:
+        raise InputError("no site given", where="--site", hint="pass --site or set $SNRUN_SITE")
+    try:
+        from slurm_supernode.site.loader import load_site
+    except ImportError:
+        raise InputError("the site loader is not installed in this build", where="--site") from None
+    return load_site(name)
+
+
+def _workload(args):
+    from slurm_supernode.placement.cost import Workload
+    from slurm_supernode.placement.models import model_spec
+
+    fields = {f.lstrip("-").replace("-", "_"): None for f, _, _ in MODEL_FLAGS}
+    given = {k: getattr(args, k) for k in fields}
+    if args.model is None and all(v is None for v in given.values()):
+        if args.recommend or args.compute_time is not None or args.tflops is not None:
+            raise InputError(
+                "the communication planner needs a model",
+                where="--model",
+                hint="--model llama-70b, or --hidden --layers --seq --params",
+            )
+        return None
+    model = model_spec(args.model, **given)
+    return Workload(
+        model,
+        global_batch=args.global_batch,
+        compute_time_s=args.compute_time,
+        tflops=args.tflops,
+        mfu=args.mfu,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from slurm_supernode.placement.model import Layout
+    from slurm_supernode.placement.rankmap import build_rank_map, rank_map_to_json
+    from slurm_supernode.placement.render import render_plan
+
+    if not args.nodelist:
+        raise InputError(
+            "no nodelist given", where="--nodelist", hint="pass --nodelist or run inside a job"
+        )
+    work = _workload(args)  # validate the model flags before loading anything
+    site = _load_site(args.site)
+    layout = Layout(tp=args.tp, cp=args.cp, ep=args.ep, pp=args.pp, order=args.order)
+    rm = build_rank_map(site, args.nodelist, layout, args.nproc_per_node)
+
+    if work is not None:
+        from slurm_supernode.placement.cost import plan_cost
+
+        try:
+            base = build_rank_map(site, args.nodelist, layout, args.nproc_per_node, physical=False)
+        except PlacementError:
+            base = None
+        rm = replace(rm, cost=plan_cost(site, rm, work, base))
+
+    recs = None
+    if args.recommend:
+        from slurm_supernode.placement.recommend import recommend
+
+        recs = [
+            c.as_dict()
+            for c in recommend(
+                site,
+                args.nodelist,
+                work,
+                args.nproc_per_node,
+                order=args.order,
+                device_memory_gb=args.device_memory,
+                top=args.top,
+            )
+        ]
+
+    if args.hccl_rank_table:
+        from slurm_supernode.placement.hccl import write_rank_table
+
+        path = write_rank_table(site, rm, args.hccl_rank_table, args.rank_table_version)
+        print(f"wrote HCCL rank table v{args.rank_table_version}: {path}", file=sys.stderr)
+    if args.nccl_topo_file:
+        from slurm_supernode.placement.nccl_topo import write_topo_file
+
+        path = write_topo_file(site, rm, args.nccl_topo_file)
+        print(f"wrote NCCL topology file: {path}", file=sys.stderr)
+
+    if args.json:
+        doc = rank_map_to_json(rm) | {"site": site.name, "recommendations": recs}
+        json.dump(doc, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        max_nodes = len(rm.nodes) if args.full else 16
+        sys.stdout.write(
+            render_plan(rm, site_name=site.name, recommendations=recs, max_nodes=max_nodes)
+        )
+    return 0

@@ -1,0 +1,87 @@
+"""Search tp/cp/ep/pp factorisations of an allocation and rank them by modelled step time.
+
+Why a search and not a rule: "TP inside the fastest domain, DP across" is the rule of thumb,
+but the best split also depends on layers (pp must divide them), experts (ep), the sequence
+(cp) and the allocation's shape. The search prices each feasible layout with the same cost
+model as ``plan``, from the node order alone (no per-rank list), so it stays cheap.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from slurm_supernode.errors import InputError
+from slurm_supernode.placement.checks import divisors, layout_problem, slowest_level, span_counts
+from slurm_supernode.placement.cost import StepCost, Workload, step_cost
+from slurm_supernode.placement.model import DEFAULT_ORDER, DIMENSIONS, Layout
+from slurm_supernode.placement.rankmap import order_nodes, parse_hosts, parse_order, resolve_nproc
+from slurm_supernode.site.model import Site
+
+MAX_CP = 16
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    rank: int
+    cost: StepCost
+    levels: dict[str, str | None]
+
+    def as_dict(self) -> dict:
+        return {"rank": self.rank, "levels": self.levels} | self.cost.as_dict()
+
+
+def candidate_layouts(
+    world: int, nproc: int, work: Workload, order: str = DEFAULT_ORDER
+) -> list[Layout]:
+    """Every feasible layout for the model: pp divides layers, ep divides experts, cp the seq."""
+    model = work.model
+    ws = divisors(world)
+    tps = [t for t in ws if layout_problem(t, 1, 1, 1, world, nproc) is None]
+    pps = [p for p in ws if model.layers % p == 0]
+    cps = [c for c in ws if c <= MAX_CP and model.seq % c == 0]
+    eps = [e for e in ws if model.experts % e == 0] if model.is_moe else [1]
+    out = []
+    for tp in tps:
+        for pp in pps:
+            for cp in cps:
+                for ep in eps:
+                    if layout_problem(tp, cp, ep, pp, world, nproc) is None:
+                        dp = world // (tp * cp * ep * pp)
+                        out.append(Layout(tp=tp, cp=cp, ep=ep, dp=dp, pp=pp, order=order))
+    return out
+
+
+def recommend(
+    site: Site,
+    hosts,
+    work: Workload,
+    nproc_per_node: int | None = None,
+    *,
+    order: str = DEFAULT_ORDER,
+    device_memory_gb: float | None = None,
+    top: int = 10,
+) -> list[Candidate]:
+    """The ``top`` layouts by modelled step time (ties: less communication, smaller tp, pp)."""
+    parse_order(order)
+    nodes = order_nodes(site, parse_hosts(hosts), physical=True)
+    nproc = resolve_nproc(nodes, nproc_per_node)
+    sn_of = [n.supernode for n in nodes]
+    world = len(nodes) * nproc
+    scored = []
+    for lay in candidate_layouts(world, nproc, work, order):
+        levels = {
+            d: slowest_level(span_counts(lay, nproc, sn_of, d, stop_at_inter=True))
+            for d in DIMENSIONS
+        }
+        cost = step_cost(site, lay, levels, work)
+        if device_memory_gb is not None and cost.memory_gb > device_memory_gb:
+            continue
+        scored.append((cost.step_s, cost.comm_s, lay.tp, lay.pp, lay.cp, lay.ep, cost, levels))
+    if not scored:
+        raise InputError(
+            f"no layout of {world} devices fits the model in {device_memory_gb} GB per device",
+            where="--device-memory",
+            hint="add nodes, or raise --device-memory",
+        )
+    scored.sort(key=lambda t: t[:6])
+    return [Candidate(i + 1, t[6], t[7]) for i, t in enumerate(scored[:top])]

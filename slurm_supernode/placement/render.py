@@ -1,0 +1,150 @@
+"""Plain-text rendering of a plan for people; JSON (``rank_map_to_json``) is for machines.
+
+Why plain text: the output must stay readable in a terminal and in a job log, diff well in
+tests, and summarise large maps (a 100,000-rank map shows its first and last nodes, not
+100,000 lines).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from slurm_supernode.placement.model import DIMENSIONS, RankMap
+
+HEAD_NODES = 8
+TAIL_NODES = 4
+
+
+def _table(rows: Sequence[Sequence[object]], header: Sequence[str]) -> list[str]:
+    cells = [list(map(str, header))] + [[str(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in cells]
+
+
+def _devices(devs: Sequence[int]) -> str:
+    return ",".join(map(str, devs))
+
+
+def render_plan(
+    rm: RankMap,
+    *,
+    site_name: str = "",
+    recommendations: Sequence[dict] | None = None,
+    max_nodes: int = 16,
+) -> str:
+    lay, nproc = rm.layout, rm.nproc_per_node
+    sns = len({n.supernode for n in rm.nodes})
+    out = [
+        f"Plan: {rm.world_size} ranks = {len(rm.nodes)} nodes x {nproc} on {sns} super nodes"
+        + (f" (site {site_name})" if site_name else ""),
+        "Layout: "
+        + " ".join(f"{d}={lay.size(d)}" for d in DIMENSIONS)
+        + f"  (order {lay.order}, innermost first)",
+        "",
+    ]
+    nodes = list(rm.nodes)
+    skipped = 0
+    if len(nodes) > max_nodes:
+        skipped = len(nodes) - HEAD_NODES - TAIL_NODES
+        nodes = nodes[:HEAD_NODES] + nodes[-TAIL_NODES:]
+    rows = []
+    for n in nodes:
+        first = n.node_rank * nproc
+        rows.append(
+            [
+                n.node_rank,
+                n.hostname,
+                n.supernode,
+                f"{first}-{first + nproc - 1}",
+                _devices(n.visible_devices),
+            ]
+        )
+    lines = _table(rows, ["NODE", "HOST", "SUPERNODE", "RANKS", "DEVICES"])
+    if skipped:
+        lines.insert(1 + HEAD_NODES, f"... {skipped} more nodes ...")
+    out += [*lines, ""]
+
+    spans = {
+        c.name.removeprefix("span-"): c.detail for c in rm.checks if c.name.startswith("span-")
+    }
+    if spans:
+        out += [
+            "Groups",
+            *_table(
+                [[d, lay.size(d), spans.get(d, "")] for d in DIMENSIONS], ["DIM", "SIZE", "SPAN"]
+            ),
+        ]
+        out.append("")
+    checks = [c for c in rm.checks if not c.name.startswith("span-")]
+    if checks:
+        out.append("Checks")
+        out += [f"  {'ok  ' if c.ok else 'WARN'}  {c.name}: {c.detail}" for c in checks]
+        out.append("")
+    if rm.cost:
+        out += render_cost(rm.cost)
+    if recommendations:
+        out += render_recommendations(recommendations)
+    return "\n".join(out).rstrip() + "\n"
+
+
+def render_cost(cost: dict) -> list[str]:
+    plan = cost["plan"]
+    model = cost["model"]
+    out = [
+        f"Communication per step (model {model['name']}, global batch {plan['global_batch']} "
+        f"sequences, {plan['micro_batches']} micro-batches, compute {cost['compute_source']})"
+    ]
+    base = cost.get("baseline")
+    base_dims = {d["dim"]: d for d in base["dims"]} if base else {}
+    rows = []
+    for d in plan["dims"]:
+        if d["level"] is None:
+            continue
+        row = [d["dim"], d["size"], d["level"], f"{d['bytes'] / 1e9:.2f}", d["bandwidth_gbps"]]
+        row.append(f"{d['time_s']:.3f}")
+        if base:
+            b = base_dims[d["dim"]]
+            row += [b["level"], f"{b['time_s']:.3f}"]
+        rows.append(row)
+    header = ["DIM", "SIZE", "LEVEL", "GB/DEV", "GB/s", "TIME(s)"]
+    if base:
+        header += ["SLURM-ORDER", "TIME(s)"]
+    out += _table(rows, header) if rows else ["  (no communication: every dimension is 1)"]
+    out.append(_summary("plan", plan))
+    if base:
+        out.append(_summary("slurm hostname order", base))
+        out.append(f"topology-aware placement: {cost['speedup']:.2f}x step speed")
+    share = plan["comm_share"]
+    if share > 0.4:
+        out.append("communication > 40% of the step: a super node is nearly mandatory")
+    elif share > 0.2:
+        out.append("communication > 20% of the step: a super node pays off")
+    out.append("")
+    return out
+
+
+def _summary(name: str, c: dict) -> str:
+    bubble = f" + bubble {c['bubble_s']:.3f} s" if c["bubble_s"] else ""
+    return (
+        f"{name}: compute {c['compute_s']:.3f} s{bubble} + comm {c['comm_s']:.3f} s = "
+        f"step {c['step_s']:.3f} s; communication {100 * c['comm_share']:.1f}%; "
+        f"state {c['memory_gb']:.1f} GB/device"
+    )
+
+
+def render_recommendations(cands: Sequence[dict]) -> list[str]:
+    rows = []
+    for c in cands:
+        lay = c["layout"]
+        rows.append(
+            [c["rank"]]
+            + [lay[d] for d in DIMENSIONS]
+            + [
+                f"{c['step_s']:.3f}",
+                f"{100 * c['comm_share']:.1f}",
+                f"{c['memory_gb']:.1f}",
+                " ".join(f"{d}:{c['levels'][d]}" for d in DIMENSIONS if c["levels"][d]),
+            ]
+        )
+    header = ["#", "TP", "CP", "EP", "DP", "PP", "STEP(s)", "COMM%", "STATE GB", "SPANS"]
+    return ["Recommended layouts (by modelled step time)", *_table(rows, header), ""]

@@ -1,0 +1,200 @@
+"""`snrun plan`: in-process with code-built sites, and as a subprocess (exit codes, no traceback).
+
+Tests that need a site file use the YAML loader; they skip only while
+``slurm_supernode.site.loader`` does not exist (it is written in parallel).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import slurm_supernode.cli.plan as plan_cli
+from slurm_supernode.cli.main import main
+from tests.placement.sites import ascend_site, default_links, make_site, reversed_names
+
+ROOT = Path(__file__).resolve().parents[2]
+HAS_LOADER = importlib.util.find_spec("slurm_supernode.site.loader") is not None
+needs_loader = pytest.mark.skipif(not HAS_LOADER, reason="slurm_supernode.site.loader missing")
+
+SITE = make_site(
+    2, 4, 8, groups=2, namer=reversed_names(2, 4), links=default_links(450, 200, 50, 5)
+)
+
+
+@pytest.fixture
+def site(monkeypatch):
+    monkeypatch.setattr(plan_cli, "_load_site", lambda name: SITE)
+    return SITE
+
+
+def run_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    clean = {k: v for k, v in os.environ.items() if k not in ("SLURM_JOB_NODELIST", "SNRUN_SITE")}
+    full_env = clean | {"PYTHONPATH": str(ROOT)} | (env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "slurm_supernode", "plan", *args],
+        cwd=ROOT,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_table_output(site, capsys):
+    assert main(["plan", "--site", "x", "--nodelist", "h[0-7]", "--tp", "8", "--pp", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "Plan: 64 ranks = 8 nodes x 8 on 2 super nodes" in out
+    assert "tp=8 cp=1 ep=1 dp=4 pp=2" in out
+    lines = [line.split() for line in out.splitlines() if line.startswith(("0 ", "4 "))]
+    assert lines[0][:3] == ["0", "h0", "sn00"] and lines[1][:3] == ["4", "h1", "sn01"]
+    assert "ok    tp-in-node" in out
+
+
+def test_large_maps_are_summarised(monkeypatch, capsys):
+    big = make_site(4, 18, 4)
+    monkeypatch.setattr(plan_cli, "_load_site", lambda name: big)
+    assert main(["plan", "--site", "x", "--nodelist", "n[00-71]", "--tp", "4"]) == 0
+    out = capsys.readouterr().out
+    assert "... 60 more nodes ..." in out
+    assert len(out.splitlines()) < 60
+
+
+def test_json_output_with_cost_and_recommendations(site, capsys):
+    args = ["plan", "--site", "x", "--nodelist", "h[0-7]", "--tp", "8", "--json"]
+    args += ["--model", "llama-70b", "--tflops", "989", "--recommend", "--top", "3"]
+    assert main(args) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["world_size"] == 64 and doc["site"] == "test"
+    assert doc["layout"]["dp"] == 8
+    assert len(doc["ranks"]) == 64 and len(doc["nodes"]) == 8
+    assert doc["cost"]["plan"]["step_s"] > 0
+    assert doc["cost"]["baseline"]["name"] == "slurm hostname order"
+    assert len(doc["recommendations"]) == 3
+    assert [r["rank"] for r in doc["recommendations"]] == [1, 2, 3]
+
+
+def test_env_defaults(site, monkeypatch, capsys):
+    monkeypatch.setenv("SLURM_JOB_NODELIST", "h[0-3]")
+    monkeypatch.setenv("SNRUN_SITE", "x")
+    assert main(["plan", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["world_size"] == 32
+
+
+def test_writes_rank_table_and_topo(monkeypatch, tmp_path, capsys):
+    asc = ascend_site(1, 2)
+    monkeypatch.setattr(plan_cli, "_load_site", lambda name: asc)
+    table = tmp_path / "rt.json"
+    argv = ["plan", "--site", "a", "--nodelist", "n[0-1]", "--tp", "8"]
+    assert main([*argv, "--hccl-rank-table", str(table), "--rank-table-version", "1.2"]) == 0
+    assert json.loads(table.read_text())["version"] == "1.2"
+    topo = tmp_path / "topo.xml"
+    assert main([*argv, "--nccl-topo-file", str(topo)]) == 0
+    assert topo.read_text().startswith("<system")
+    assert "wrote HCCL rank table" in capsys.readouterr().err
+
+
+def test_infeasible_layout_is_one_line_error(site, capsys):
+    assert main(["plan", "--site", "x", "--nodelist", "h[0-7]", "--tp", "3"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("snrun: error: layout: tp=3 does not divide 8 devices per node")
+    assert "nearest feasible" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([], "no nodelist given"),
+        (["--nodelist", "n0", "--tp", "0"], "must be at least 1"),
+        (["--nodelist", "n0", "--model", "nope", "--compute-time", "1"], "unknown model preset"),
+        (["--nodelist", "n0", "--recommend"], "needs a model"),
+        (["--nodelist", "n0", "--model", "llama-70b"], "compute time"),
+        (["--nodelist", "n0"], "no site given"),
+    ],
+)
+def test_bad_input_exits_2_without_traceback(args, message):
+    proc = run_cli(*args)
+    assert proc.returncode == 2, proc.stderr
+    assert message in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_plan_does_not_import_torch():
+    code = (
+        "import sys; import slurm_supernode.cli.plan, slurm_supernode.placement.rankmap,"
+        "slurm_supernode.placement.cost, slurm_supernode.placement.recommend,"
+        "slurm_supernode.placement.hccl; assert 'torch' not in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, capture_output=True)
+
+
+# -- with the YAML loader ------------------------------------------------------------------
+SITE_YAML = """\
+name: plantest
+vendor: nvidia
+supernodes:
+  - name: sn0
+    nodes: n[0-3]
+  - name: sn1
+    nodes: n[4-7]
+node_defaults:
+  devices: 8
+  device_groups: [[0, 1, 2, 3], [4, 5, 6, 7]]
+links:
+  node: {bandwidth_gbps: 450, latency_us: 2, kind: nvlink}
+  supernode: {bandwidth_gbps: 200, latency_us: 4, kind: nvswitch}
+  inter: {bandwidth_gbps: 50, latency_us: 8, kind: infiniband}
+"""
+
+
+@pytest.fixture
+def site_file(tmp_path):
+    path = tmp_path / "plantest.yaml"
+    path.write_text(SITE_YAML)
+    return str(path)
+
+
+@needs_loader
+def test_subprocess_json_plan(site_file):
+    proc = run_cli(
+        "--site", site_file, "--nodelist", "n[7,0-6]", "--tp", "4", "--pp", "2", "--json"
+    )
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert [n["hostname"] for n in doc["nodes"]] == [f"n{i}" for i in range(8)]
+    assert doc["layout"] == {"tp": 4, "cp": 1, "ep": 1, "dp": 8, "pp": 2, "order": "tp-cp-ep-dp-pp"}
+    assert doc["nodes"][0]["visible_devices"] == list(range(8))
+
+
+@needs_loader
+def test_subprocess_env_defaults_and_cost(site_file):
+    proc = run_cli(
+        "--model",
+        "llama-70b",
+        "--compute-time",
+        "2",
+        env={"SLURM_JOB_NODELIST": "n[0-7]", "SNRUN_SITE": site_file},
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "Communication per step" in proc.stdout
+
+
+@needs_loader
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--nodelist", "n[0-7]", "--tp", "3"], "nearest feasible: "),
+        (["--nodelist", "n[0-7],zz9"], "zz9"),
+        (["--nodelist", "n[0-7]", "--order", "tp-pp"], "not a permutation"),
+    ],
+)
+def test_subprocess_placement_errors(site_file, args, message):
+    proc = run_cli("--site", site_file, *args)
+    assert proc.returncode == 2
+    assert message in proc.stderr and "Traceback" not in proc.stderr
