@@ -1,0 +1,127 @@
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from slurm_supernode.errors import InputError
+from slurm_supernode.launch.job import plan_job
+from slurm_supernode.launch.jobspec import JobSpec, parse_env_items
+from slurm_supernode.site.model import EnvProfile, SlurmSettings
+from tests.placement.sites import make_site
+
+HOSTILE = ["a b", "$(touch /tmp/snrun-pwned)", "`id`", "x\ny", "it's", '"dq"', "*", "--", ""]
+
+
+def site():
+    s = make_site(2, 4, 8, 2)
+    return dataclasses.replace(
+        s,
+        slurm=SlurmSettings(partition="main", strategy="features"),
+        env_profiles={
+            "default": EnvProfile("default", (("NCCL_DEBUG", "WARN"), ("SHARED", "site"))),
+            "nvidia": EnvProfile("nvidia", (("NCCL_NVLS_ENABLE", "0"),)),
+        },
+    )
+
+
+def plan(tmp_path: Path, **kw):
+    base = dict(program="train.py", program_args=tuple(HOSTILE), workdir=str(tmp_path))
+    base.update(kw)
+    return plan_job(JobSpec(**base), site(), None, jobs_root=tmp_path / "jobs", token="t0")
+
+
+def test_rendered_script_passes_bash_n(tmp_path: Path) -> None:
+    p = plan(tmp_path, job_name="we'ird $(name)\nnext", supernodes=2)
+    script = tmp_path / "job.sh"
+    script.write_text(p.script)
+    subprocess.run(["bash", "-n", str(script)], check=True)
+    # the job name cannot escape its comment line
+    for line in p.script.splitlines():
+        assert not line.startswith("next")
+
+
+def test_hostile_arguments_and_env_reach_the_program_literally(tmp_path: Path) -> None:
+    launch = tmp_path / "launch.j2"
+    launch.write_text(
+        '{{ python }} -c \'import json, os, sys; print(json.dumps({"argv": sys.argv[1:], '
+        '"env": {k: os.environ.get(k) for k in ("FOO", "SHARED", "NCCL_DEBUG", '
+        '"NCCL_NVLS_ENABLE")}}))\' {{ program_argv|argv }}\nsnrun_rc=0\n'
+    )
+    env = parse_env_items(["FOO=$(echo no) `id` 'q' \"d\"\nline2", "SHARED=user"])
+    p = plan(tmp_path, env=env, blocks=(("launch", str(launch)),))
+    script = tmp_path / "job.sh"
+    script.write_text(p.script)
+    out = subprocess.run(["bash", str(script)], check=True, capture_output=True, text=True)
+    got = json.loads(out.stdout)
+    assert got["argv"] == ["train.py", *HOSTILE]
+    assert got["env"] == {
+        "FOO": "$(echo no) `id` 'q' \"d\"\nline2",
+        "SHARED": "user",  # --env beats the site profile
+        "NCCL_DEBUG": "WARN",
+        "NCCL_NVLS_ENABLE": "0",
+    }
+    assert not Path("/tmp/snrun-pwned").exists()
+
+
+def test_template_env_block_sits_between_site_and_user(tmp_path: Path) -> None:
+    tmpl = tmp_path / "mine.sh.j2"
+    tmpl.write_text(
+        '{% extends "sbatch.sh.j2" %}{% block template_env %}export SHARED=template\n'
+        "export TONLY=1\n{% endblock %}"
+    )
+    p = plan(tmp_path, template=str(tmpl))
+    lines = p.script.splitlines()
+    order = [i for i, line in enumerate(lines) if line.startswith("export SHARED=")]
+    assert [lines[i] for i in order] == ["export SHARED=site", "export SHARED=template"]
+    p2 = plan(tmp_path, template=str(tmpl), env=(("SHARED", "user"),))
+    assert p2.script.rindex("export SHARED=user") > p2.script.index("export SHARED=template")
+
+
+def test_module_mode_and_bad_inputs(tmp_path: Path) -> None:
+    p = plan(tmp_path, program="pkg.train", module=True, program_args=("--lr", "1e-3"))
+    assert p.agent_inputs["program_argv"] == ["-m", "pkg.train", "--lr", "1e-3"]
+    with pytest.raises(InputError, match="unknown template block 'nope'.*valid: header"):
+        plan(tmp_path, blocks=(("nope", str(tmp_path)),))
+    with pytest.raises(InputError, match="template 'missing.j2' not found"):
+        plan(tmp_path, template="missing.j2")
+    with pytest.raises(InputError, match="bad --env"):
+        parse_env_items(["1BAD=x"])
+    with pytest.raises(InputError, match="--nproc-per-node 9 is out of range"):
+        plan(tmp_path, nproc_per_node=9)
+
+
+def test_dry_run_cli_submits_nothing(tmp_path: Path) -> None:
+    """Through the real CLI: script + plan printed, no job directory written."""
+    site_yaml = Path(__file__).resolve().parents[2] / "site-configs" / "local.yaml"
+    if not site_yaml.exists():
+        pytest.skip("bundled local.yaml not merged yet")
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "slurm_supernode",
+            "--site",
+            str(site_yaml),
+            "-S",
+            "2",
+            "--nproc-per-node",
+            "2",
+            "--jobs-dir",
+            str(tmp_path / "jobs"),
+            "--dry-run",
+            "train.py",
+            "$(x)",
+        ],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "SLURM_CONF": "/nonexistent"},
+    )
+    assert out.returncode == 0, out.stderr
+    assert "sbatch --job-name=train.py" in out.stdout and "world size 16" in out.stdout
+    assert "'$(x)'" in out.stdout
+    assert not (tmp_path / "jobs").exists()
