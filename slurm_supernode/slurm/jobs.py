@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from slurm_supernode.errors import JobError, SlurmError
@@ -61,7 +61,8 @@ class JobInfo:
     """What Slurm says about one job.
 
     `state` is Slurm's upper-case state ("RUNNING", "FAILED"); `exit_code`/`exit_signal` come
-    from the batch script's `ExitCode=3:0`, `derived_exit_code` is the highest step exit code.
+    from the batch script's `ExitCode=3:0`, `derived_exit_code` is the highest step exit code
+    (None while unknown: scontrol on 22.05 does not print it; the completion log has it).
     `restart_count` and `stdout` are None when the record came from sacct (it does not keep
     them); `source` says where the record came from: "scontrol", "sacct-c" or "sacct".
     """
@@ -72,7 +73,7 @@ class JobInfo:
     reason: str | None
     exit_code: int
     exit_signal: int
-    derived_exit_code: int
+    derived_exit_code: int | None
     nodelist: str | None
     num_nodes: int
     restart_count: int | None
@@ -112,7 +113,7 @@ def parse_job_id(text: str) -> int:
 def job_from_record(rec: dict[str, str]) -> JobInfo:
     """A parsed `scontrol show job -o` record -> JobInfo."""
     code, sig = parse_exit_code(rec.get("ExitCode"))
-    derived, _ = parse_exit_code(rec.get("DerivedExitCode"))
+    derived = parse_exit_code(rec["DerivedExitCode"])[0] if "DerivedExitCode" in rec else None
     return JobInfo(
         job_id=int(rec["JobId"]),
         name=rec.get("JobName", ""),
@@ -159,7 +160,13 @@ def job_from_sacct(row: dict[str, str], source: str) -> JobInfo:
     )
 
 
-def _from_sacct(job_id: int, completion: bool) -> JobInfo | None:
+def sacct_job_info(job_id: int, *, completion: bool) -> JobInfo | None:
+    """The job as `sacct -c` (completion log, `completion=True`) or `sacct` (accounting)
+    knows it; None when that source is not configured or does not know the job.
+
+    Slurm 22.05's `sacct -c` misreads its own log for job names with spaces (the state comes
+    back empty, here "UNKNOWN"): snrun's job names have none.
+    """
     cmd = ["sacct", "-j", str(job_id), "-P", "-n", "-o", ",".join(SACCT_FIELDS)]
     if completion:
         cmd.insert(1, "-c")
@@ -178,10 +185,15 @@ def job_info(job_id: int) -> JobInfo | None:
     if proc.returncode == 0:
         for rec in parse_kv_records(proc.stdout):
             if rec.get("JobId") == str(job_id):
-                return job_from_record(rec)
+                info = job_from_record(rec)
+                if info.ended and info.derived_exit_code is None:
+                    logged = sacct_job_info(job_id, completion=True)
+                    if logged is not None and logged.derived_exit_code is not None:
+                        info = replace(info, derived_exit_code=logged.derived_exit_code)
+                return info
     elif "Invalid job id" not in proc.stderr:
         raise SlurmError(f"scontrol show job {job_id} failed: {proc.stderr.strip()}")
-    return _from_sacct(job_id, completion=True) or _from_sacct(job_id, completion=False)
+    return sacct_job_info(job_id, completion=True) or sacct_job_info(job_id, completion=False)
 
 
 def submit(
