@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import time
 
 import pytest
 from ClusterShell.NodeSet import NodeSet
@@ -61,9 +62,14 @@ def test_cancel_running_job(tmp_path):
 
 
 def test_signal_to_batch_shell_only(tmp_path):
-    body = "trap 'echo got-usr1; exit 7' USR1\nwhile :; do sleep 0.2; done"
+    ready = tmp_path / "ready"
+    body = f"trap 'echo got-usr1; exit 7' USR1\ntouch {ready}\nwhile :; do sleep 0.2; done"
     job = run_job(tmp_path, body)
     jobs.wait_for(job, {"RUNNING"}, TIMEOUT)
+    # RUNNING comes before the shell has set its trap: a signal sent then may be lost.
+    deadline = time.monotonic() + TIMEOUT
+    while not ready.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
     jobs.cancel(job, signal="USR1", batch_only=True)
     info = jobs.wait_for(job, set(), TIMEOUT)
     assert (info.state, info.exit_code) == ("FAILED", 7)

@@ -234,27 +234,44 @@ def update_job(job_id: int, **fields: object) -> None:
 def requeue(job_id: int, *, hold: bool = False, release: bool = True) -> None:
     """Put the job back in the queue (its next run sees SLURM_RESTART_COUNT+1).
 
-    Slurm makes a requeued job eligible only after 120 s; with `release` (and no `hold`) its
-    StartTime is reset to now so it runs at once. `hold` requeues it held (`scontrol release`
-    or `update_job(..., Priority=...)` later).
+    Slurm makes a requeued job eligible only after 120 s; with `release` (and no `hold`)
+    `release_requeued` lets it run at once. `hold` requeues it held (`scontrol release` later).
     """
     run_slurm(["scontrol", "requeuehold" if hold else "requeue", str(job_id)], timeout=30)
-    if hold or not release:
-        return
-    # Right after the requeue the job is still COMPLETING: an update then succeeds but is
-    # overwritten by the requeue's 120 s BeginTime. Wait for PENDING, update, verify.
-    deadline = time.monotonic() + 30
+    if release and not hold:
+        release_requeued(job_id)
+
+
+def release_requeued(job_id: int, *, timeout: float = 30) -> bool:
+    """Let a requeued job (by `requeue`, RequeueExit or a node failure) start now instead of
+    after Slurm's 120 s BeginTime; True if it was released, False if it was not waiting.
+
+    Right after a requeue the job is still COMPLETING: an update then succeeds but is
+    overwritten by the requeue's BeginTime, so this waits for PENDING, updates, and checks.
+    """
+    deadline = time.monotonic() + timeout
+    released = False
     while True:
         info = job_info(job_id)
         if info is None:
             raise JobError(f"job {job_id} vanished after requeue")
         if info.state == "PENDING":
             if info.reason != "BeginTime":
-                return
+                return released
+            if time.monotonic() > deadline:
+                raise SlurmError(
+                    f"job {job_id} still waits for its BeginTime after release",
+                    hint=f"scontrol update JobId={job_id} StartTime=now",
+                )
+            # slurmd refuses a credential created in the same second as the revocation of the
+            # previous run's ("Job credential revoked": the rerun fails at once), so the rerun
+            # must start in a later second. (Slurm's 120 s delay exists for this.)
+            time.sleep(1.1 - time.time() % 1)
             update_job(job_id, StartTime="now")
+            released = True
             continue
-        if info.state != "COMPLETING" and info.state not in ("REQUEUED", "REQUEUE_FED"):
-            return  # already running again (or something else changed it): nothing to release
+        if info.state not in ("COMPLETING", "REQUEUED", "REQUEUE_FED"):
+            return released  # running again, or ended: nothing (more) to release
         if time.monotonic() > deadline:
             raise SlurmError(
                 f"job {job_id} stayed {info.state} after requeue",
