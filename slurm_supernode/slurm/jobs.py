@@ -1,0 +1,302 @@
+"""Submit, inspect, cancel, requeue and wait for jobs.
+
+A job's record lives in the controller until MinJobAge after it ends; after that only the
+job-completion log (`sacct -c`, jobcomp/filetxt) or accounting (`sacct`, slurmdbd) knows it.
+`job_info` asks them in that order, so callers see one JobInfo whatever the job's age.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+from slurm_supernode.errors import JobError, SlurmError
+from slurm_supernode.slurm.parse import (
+    null,
+    parse_exit_code,
+    parse_kv_records,
+    parse_sacct_rows,
+    parse_time,
+    to_int,
+)
+from slurm_supernode.slurm.runner import run_slurm
+
+# States after which a job will not run again by itself.
+ENDED_STATES = frozenset(
+    {
+        "COMPLETED",
+        "FAILED",
+        "CANCELLED",
+        "TIMEOUT",
+        "NODE_FAIL",
+        "PREEMPTED",
+        "OUT_OF_MEMORY",
+        "BOOT_FAIL",
+        "DEADLINE",
+        "REVOKED",
+        "SPECIAL_EXIT",
+    }
+)
+
+SACCT_FIELDS = [
+    "jobid",
+    "jobname",
+    "state",
+    "exitcode",
+    "derivedexitcode",
+    "nodelist",
+    "nnodes",
+    "partition",
+    "start",
+    "end",
+    "workdir",
+]
+
+
+@dataclass(frozen=True)
+class JobInfo:
+    """What Slurm says about one job.
+
+    `state` is Slurm's upper-case state ("RUNNING", "FAILED"); `exit_code`/`exit_signal` come
+    from the batch script's `ExitCode=3:0`, `derived_exit_code` is the highest step exit code
+    (None while unknown: scontrol on 22.05 does not print it; the completion log has it).
+    `restart_count` and `stdout` are None when the record came from sacct (it does not keep
+    them); `source` says where the record came from: "scontrol", "sacct-c" or "sacct".
+    """
+
+    job_id: int
+    name: str
+    state: str
+    reason: str | None
+    exit_code: int
+    exit_signal: int
+    derived_exit_code: int | None
+    nodelist: str | None
+    num_nodes: int
+    restart_count: int | None
+    partition: str | None
+    start_time: datetime | None
+    end_time: datetime | None
+    work_dir: str | None
+    stdout: str | None
+    source: str
+
+    @property
+    def ended(self) -> bool:
+        """The job is over and will not run again unless someone requeues it."""
+        return self.state in ENDED_STATES
+
+    @property
+    def pending(self) -> bool:
+        return self.state == "PENDING"
+
+    @property
+    def running(self) -> bool:
+        return self.state == "RUNNING"
+
+
+class WaitTimeout(JobError):
+    """`wait_for` gave up: the job did not reach the wanted state in time."""
+
+
+def parse_job_id(text: str) -> int:
+    """`sbatch --parsable` prints `123` or `123;cluster`."""
+    head = text.strip().splitlines()[-1].split(";")[0].strip() if text.strip() else ""
+    if not head.isdigit():
+        raise SlurmError(f"sbatch printed no job id: {text.strip()!r}")
+    return int(head)
+
+
+def job_from_record(rec: dict[str, str]) -> JobInfo:
+    """A parsed `scontrol show job -o` record -> JobInfo."""
+    code, sig = parse_exit_code(rec.get("ExitCode"))
+    derived = parse_exit_code(rec["DerivedExitCode"])[0] if "DerivedExitCode" in rec else None
+    return JobInfo(
+        job_id=int(rec["JobId"]),
+        name=rec.get("JobName", ""),
+        state=(rec.get("JobState") or "UNKNOWN").upper(),
+        reason=null(rec.get("Reason")),
+        exit_code=code,
+        exit_signal=sig,
+        derived_exit_code=derived,
+        nodelist=null(rec.get("NodeList")),
+        num_nodes=to_int(rec.get("NumNodes")),
+        restart_count=to_int(rec.get("Restarts")),
+        partition=null(rec.get("Partition")),
+        start_time=parse_time(rec.get("StartTime")),
+        end_time=parse_time(rec.get("EndTime")),
+        work_dir=null(rec.get("WorkDir")),
+        stdout=null(rec.get("StdOut")),
+        source="scontrol",
+    )
+
+
+def job_from_sacct(row: dict[str, str], source: str) -> JobInfo:
+    """A `sacct -P` row with SACCT_FIELDS -> JobInfo."""
+    code, sig = parse_exit_code(row.get("exitcode"))
+    derived, _ = parse_exit_code(row.get("derivedexitcode"))
+    nodelist = null(row.get("nodelist"))
+    return JobInfo(
+        job_id=int(row["jobid"]),
+        name=row.get("jobname", ""),
+        # "CANCELLED by 0" -> "CANCELLED"
+        state=(row.get("state") or "UNKNOWN").split()[0].upper(),
+        reason=None,
+        exit_code=code,
+        exit_signal=sig,
+        derived_exit_code=derived,
+        nodelist=None if nodelist == "None assigned" else nodelist,
+        num_nodes=to_int(row.get("nnodes")),
+        restart_count=None,
+        partition=null(row.get("partition")),
+        start_time=parse_time(row.get("start")),
+        end_time=parse_time(row.get("end")),
+        work_dir=null(row.get("workdir")),
+        stdout=None,
+        source=source,
+    )
+
+
+def sacct_job_info(job_id: int, *, completion: bool) -> JobInfo | None:
+    """The job as `sacct -c` (completion log, `completion=True`) or `sacct` (accounting)
+    knows it; None when that source is not configured or does not know the job.
+
+    Slurm 22.05's `sacct -c` misreads its own log for job names with spaces (the state comes
+    back empty, here "UNKNOWN"): snrun's job names have none.
+    """
+    cmd = ["sacct", "-j", str(job_id), "-P", "-n", "-o", ",".join(SACCT_FIELDS)]
+    if completion:
+        cmd.insert(1, "-c")
+    proc = run_slurm(cmd, timeout=30, check=False)
+    if proc.returncode != 0:
+        return None  # no jobcomp file / accounting disabled: this source does not know
+    rows = [r for r in parse_sacct_rows(proc.stdout, SACCT_FIELDS) if r["jobid"] == str(job_id)]
+    # The completion log has one line per run of a requeued job: the last one is the latest.
+    return job_from_sacct(rows[-1], "sacct-c" if completion else "sacct") if rows else None
+
+
+def job_info(job_id: int) -> JobInfo | None:
+    """The job's current record: controller first, then `sacct -c`, then `sacct`; None if no
+    source knows the job (never submitted, or forgotten everywhere)."""
+    proc = run_slurm(["scontrol", "show", "job", "-o", str(job_id)], timeout=30, check=False)
+    if proc.returncode == 0:
+        for rec in parse_kv_records(proc.stdout):
+            if rec.get("JobId") == str(job_id):
+                info = job_from_record(rec)
+                if info.ended and info.derived_exit_code is None:
+                    logged = sacct_job_info(job_id, completion=True)
+                    if logged is not None and logged.derived_exit_code is not None:
+                        info = replace(info, derived_exit_code=logged.derived_exit_code)
+                return info
+    elif "Invalid job id" not in proc.stderr:
+        raise SlurmError(f"scontrol show job {job_id} failed: {proc.stderr.strip()}")
+    return sacct_job_info(job_id, completion=True) or sacct_job_info(job_id, completion=False)
+
+
+def submit(
+    script: str,
+    args: Sequence[str] = (),
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> int:
+    """Submit a batch script (its text, passed on stdin) with extra sbatch `args`; returns the
+    job id. `env` adds variables to sbatch's environment (exported to the job by default)."""
+    proc = run_slurm(["sbatch", "--parsable", *args], input=script, cwd=cwd, env=env, timeout=60)
+    return parse_job_id(proc.stdout)
+
+
+def cancel(job_id: int, signal: str | None = None, batch_only: bool = False) -> None:
+    """Cancel the job, or with `signal` send it that signal (`batch_only`: to the batch shell
+    only). Cancelling a job that already ended is not an error."""
+    cmd = ["scancel"]
+    if signal:
+        cmd.append(f"--signal={signal}")
+    if batch_only:
+        cmd.append("--batch")
+    cmd.append(str(job_id))
+    proc = run_slurm(cmd, timeout=30, check=False)
+    if proc.returncode != 0 and "already completing or completed" not in proc.stderr:
+        raise SlurmError(f"scancel {job_id} failed: {proc.stderr.strip()}")
+
+
+def update_job(job_id: int, **fields: object) -> None:
+    """`scontrol update JobId=ID Key=Value ...`, e.g. `update_job(5, TimeLimit="10:00")`."""
+    if not fields:
+        return
+    pairs = [f"{k}={v}" for k, v in fields.items()]
+    run_slurm(["scontrol", "update", f"JobId={job_id}", *pairs], timeout=30)
+
+
+def requeue(job_id: int, *, hold: bool = False, release: bool = True) -> None:
+    """Put the job back in the queue (its next run sees SLURM_RESTART_COUNT+1).
+
+    Slurm makes a requeued job eligible only after 120 s; with `release` (and no `hold`)
+    `release_requeued` lets it run at once. `hold` requeues it held (`scontrol release` later).
+    """
+    run_slurm(["scontrol", "requeuehold" if hold else "requeue", str(job_id)], timeout=30)
+    if release and not hold:
+        release_requeued(job_id)
+
+
+def release_requeued(job_id: int, *, timeout: float = 30) -> bool:
+    """Let a requeued job (by `requeue`, RequeueExit or a node failure) start now instead of
+    after Slurm's 120 s BeginTime; True if it was released, False if it was not waiting.
+
+    Right after a requeue the job is still COMPLETING: an update then succeeds but is
+    overwritten by the requeue's BeginTime, so this waits for PENDING, updates, and checks.
+    """
+    deadline = time.monotonic() + timeout
+    released = False
+    while True:
+        info = job_info(job_id)
+        if info is None:
+            raise JobError(f"job {job_id} vanished after requeue")
+        if info.state == "PENDING":
+            if info.reason != "BeginTime":
+                return released
+            if time.monotonic() > deadline:
+                raise SlurmError(
+                    f"job {job_id} still waits for its BeginTime after release",
+                    hint=f"scontrol update JobId={job_id} StartTime=now",
+                )
+            # slurmd refuses a credential created in the same second as the revocation of the
+            # previous run's ("Job credential revoked": the rerun fails at once), so the rerun
+            # must start in a later second. (Slurm's 120 s delay exists for this.)
+            time.sleep(1.1 - time.time() % 1)
+            update_job(job_id, StartTime="now")
+            released = True
+            continue
+        if info.state not in ("COMPLETING", "REQUEUED", "REQUEUE_FED"):
+            return released  # running again, or ended: nothing (more) to release
+        if time.monotonic() > deadline:
+            raise SlurmError(
+                f"job {job_id} stayed {info.state} after requeue",
+                hint=f"scontrol update JobId={job_id} StartTime=now",
+            )
+        time.sleep(0.1)
+
+
+def wait_for(job_id: int, states: Iterable[str], timeout: float, poll: float = 0.5) -> JobInfo:
+    """Poll until the job is in one of `states` (e.g. {"RUNNING"}) or has ended.
+
+    Raises WaitTimeout after `timeout` seconds, JobError if no source knows the job.
+    """
+    wanted = {s.upper() for s in states}
+    deadline = time.monotonic() + timeout
+    while True:
+        info = job_info(job_id)
+        if info is None:
+            raise JobError(f"job {job_id} is unknown to Slurm", hint="check the job id")
+        if info.state in wanted or info.ended:
+            return info
+        if time.monotonic() >= deadline:
+            raise WaitTimeout(
+                f"job {job_id} still {info.state} after {timeout:g} s"
+                + (f" (reason: {info.reason})" if info.reason else ""),
+                hint=f"scontrol show job {job_id}",
+            )
+        time.sleep(poll)

@@ -1,0 +1,89 @@
+"""The local cluster itself: idempotent `up`, `status` codes, whole-super-node placement and
+the topology address jobs see. (down/up cycles are left out: the session shares one cluster.)"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+from ClusterShell.NodeSet import NodeSet
+
+from slurm_supernode.slurm import jobs
+
+pytestmark = pytest.mark.slurm
+
+
+def minicluster(cluster, *args: str, env: dict[str, str] | None = None):
+    return subprocess.run(
+        ["bash", str(cluster.minicluster), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def test_up_when_up_is_a_no_op(slurm_cluster):
+    pid_file = slurm_cluster.state_dir / "run" / "slurmctld.pid"
+    pid = pid_file.read_text().strip()
+    proc = minicluster(slurm_cluster, "up")
+    assert proc.returncode == 0, proc.stderr
+    assert "already up" in proc.stdout
+    assert pid_file.read_text().strip() == pid  # nothing restarted
+
+
+def test_up_with_another_shape_is_refused(slurm_cluster):
+    proc = minicluster(slurm_cluster, "up", "--gpus", "3")
+    assert proc.returncode == 1
+    assert "another shape" in proc.stderr and "down first" in proc.stderr
+
+
+def test_status_exit_codes(slurm_cluster, tmp_path):
+    up = minicluster(slurm_cluster, "status")
+    assert up.returncode == 0, up.stdout + up.stderr
+    assert "main*" in up.stdout and "debug" in up.stdout
+    down = minicluster(slurm_cluster, "status", env={"SNRUN_MC_DIR": str(tmp_path / "none")})
+    assert down.returncode == 3 and "down" in down.stdout
+
+
+def test_bad_usage_exits_2(slurm_cluster):
+    assert minicluster(slurm_cluster, "frobnicate").returncode == 2
+    assert minicluster(slurm_cluster, "up", "--supernodes", "0").returncode == 2
+
+
+def test_node_names_resolve(slurm_cluster):
+    import socket
+
+    assert socket.gethostbyname(slurm_cluster.nodes[0]) == "127.0.0.1"
+
+
+def test_constraint_keeps_a_job_in_one_super_node(slurm_cluster, tmp_path):
+    """With the first node busy, a 4-node job could straddle two super nodes; the one-of
+    constraint `[sn0|sn1]` must give it a whole super node, and jobs see its leaf switch."""
+    features = sorted(slurm_cluster.supernodes)
+    size = len(slurm_cluster.supernodes[features[0]])
+    first = slurm_cluster.nodes[0]
+    blocker = jobs.submit(
+        "#!/bin/bash\nsleep 300\n", ["-w", first, "--exclusive", "-o", "/dev/null"], cwd=tmp_path
+    )
+    try:
+        jobs.wait_for(blocker, {"RUNNING"}, 30)
+        out = tmp_path / "topo.txt"
+        job = jobs.submit(
+            "#!/bin/bash\nsrun bash -c 'echo $SLURMD_NODENAME $SLURM_TOPOLOGY_ADDR'\n",
+            [f"-N{size}", f"--constraint=[{'|'.join(features)}]", "-o", str(out)],
+            cwd=tmp_path,
+        )
+        info = jobs.wait_for(job, set(), 30)
+        assert info.state == "COMPLETED", info
+        got = set(NodeSet(info.nodelist))
+        homes = [f for f, members in slurm_cluster.supernodes.items() if got == set(members)]
+        assert len(homes) == 1, f"{got} is not one whole super node"
+        assert first not in got
+        lines = [ln.split() for ln in out.read_text().splitlines() if ln.strip()]
+        assert {node for node, _ in lines} == got
+        for node, addr in lines:
+            assert addr == f"spine.{homes[0]}.{node}"
+    finally:
+        jobs.cancel(blocker)
