@@ -106,15 +106,13 @@ def _close_orphan_attempt(job_dir: Path, job_id: int, restart_count: int) -> Non
         )
 
 
-def requeue_self(job_id: int, exclude: tuple[str, ...]) -> None:
-    """Requeue this job with bad nodes excluded, and release it at once."""
+def requeue_self(job_dir: Path, job_id: int, exclude: tuple[str, ...]) -> None:
+    """Requeue this job; a detached releaser excludes bad nodes and lets it start at once."""
     from slurm_supernode.slurm import jobs
+    from slurm_supernode.supervise.release import spawn_releaser
 
+    spawn_releaser(job_id, exclude, job_dir / "logs" / f"release-{job_id}.log")
     jobs.requeue(job_id, release=False)
-    fields: dict[str, str] = {"StartTime": "now"}
-    if exclude:
-        fields["ExcNodeList"] = str(NodeSet.fromlist(exclude))
-    jobs.update_job(job_id, **fields)
 
 
 def resubmit(job_dir: Path, job_id: int, exclude: tuple[str, ...]) -> int:
@@ -234,7 +232,7 @@ def _act(job_dir: Path, job_id: int, d: Decision) -> int | None:
         return None
     if d.action == "requeue":
         try:
-            requeue_self(job_id, d.exclude)
+            requeue_self(job_dir, job_id, d.exclude)
             ledger.append(job_dir, "requeued", job_id=job_id, exclude=list(d.exclude))
             return 0
         except SlurmError as exc:
