@@ -549,37 +549,44 @@ class _Builder:
         spec_cache: dict[tuple, NodeSpec] = {}
         out: list[SuperNode] = []
         gnode = 0
+        sn_layer_key = -1
         for i, r in enumerate(raw):
             nodes: list[Node] = []
             ip_sources = (r["device_ips"], ips)
             hip_sources = (r["host_ip"], hips)
+            with_ips = any(ip_sources) or any(hip_sources)
+            name = r["name"]
+            sn_layer_key = i if r["layer"] else -1
             for idx, (host, rack, slot, _loc) in enumerate(r["hosts"]):
-                over = tuple(applies.get(host, ()))
-                key = (i if r["layer"] else -1, over)
+                over = tuple(applies[host]) if host in applies else ()
+                key = (sn_layer_key, over)
                 spec = spec_cache.get(key)
                 if spec is None:
                     layers = [defaults, r["layer"], *(overrides[k] for k in over)]
-                    spec = self._merge_spec(layers, r["name_loc"], r["name"])
+                    spec = self._merge_spec(layers, r["name_loc"], name)
                     spec_cache[key] = spec
-                fields = {
-                    "sn": i,
-                    "pod": r["pod"] if r["pod"] is not None else i,
-                    "node": idx,
-                    "gnode": gnode,
-                    "slot": slot if slot is not None else idx,
-                }
-                dev_ips = self._render_ips(ip_sources, host, fields, spec.devices)
-                host_ip = self._render_ips(hip_sources, host, fields, 0)
+                dev_ips: tuple[str, ...] | None = None
+                host_ip: tuple[str, ...] | None = None
+                if with_ips:
+                    fields = {
+                        "sn": i,
+                        "pod": r["pod"] if r["pod"] is not None else i,
+                        "node": idx,
+                        "gnode": gnode,
+                        "slot": slot if slot is not None else idx,
+                    }
+                    dev_ips = self._render_ips(ip_sources, host, fields, spec.devices)
+                    host_ip = self._render_ips(hip_sources, host, fields, 0)
                 nodes.append(
                     Node(
-                        hostname=host,
-                        supernode=r["name"],
-                        index=idx,
-                        spec=spec,
-                        rack=rack,
-                        slot=slot,
-                        device_ips=dev_ips or (),
-                        host_ip=host_ip[0] if host_ip else None,
+                        host,
+                        name,
+                        idx,
+                        spec,
+                        rack,
+                        slot,
+                        dev_ips or (),
+                        host_ip[0] if host_ip else None,
                     )
                 )
                 gnode += 1
@@ -707,7 +714,7 @@ class _Builder:
     ) -> tuple[str, ...] | None:
         """IPs of one node: explicit values first (super node, then site), then a pattern."""
         present = [s for s in sources if s is not None]
-        if not present:
+        if not present:  # the common case (non-Ascend): no IPs at all
             return None
         target = self.src.device_ip_src if present[0].devices else self.src.host_ip_src
         for src in present:
