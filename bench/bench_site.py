@@ -88,8 +88,8 @@ def main() -> int:
     )
     print(f"yaml: {size_kb:.0f} KiB, racks: {not args.no_racks}")
     print(
-        f"load+validate wall: best {min(times):.3f} s, median {sorted(times)[len(times) // 2]:.3f} s "
-        f"(target < 1 s)"
+        f"load+validate wall: best {min(times):.3f} s,"
+        f" median {sorted(times)[len(times) // 2]:.3f} s (target < 1 s)"
     )
     print(
         f"peak traced Python memory: {peak / 2**20:.1f} MiB; process max RSS: {rss_mb:.1f} MiB "
