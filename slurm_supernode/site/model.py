@@ -103,6 +103,9 @@ class SlurmSettings:
     # Partitions on which the job_submit plugin enforces whole super nodes.
     supernode_partitions: tuple[str, ...] = ()
     gres_name: str = "gpu"
+    # Extra NodeName= attributes for every node, in order (e.g. NodeHostname=localhost,
+    # NodeAddr=127.0.0.1 so several slurmd share one host in the local test cluster).
+    node_options: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,112 @@
+"""`snrun site validate|show|export|list`: argument parsing for the site tools.
+
+Validation prints every problem as ``FILE:LINE:COL: message (hint: ...)`` and exits 2; good
+files print ``FILE: ok (N super nodes, M nodes, D devices)``. Exports go to stdout or, with
+``-o``, to a file written atomically.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from slurm_supernode.errors import InputError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from slurm_supernode.site.export import EXPORTERS
+
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    p = sub.add_parser("validate", help="check site configs; every problem with file:line:col")
+    p.add_argument("files", nargs="+", metavar="FILE", help="site config (path or site name)")
+    p = sub.add_parser("show", help="print super nodes, racks, nodes, devices, links")
+    p.add_argument("file", metavar="FILE", help="site config (path or site name)")
+    p = sub.add_parser("export", help="generate Slurm config fragments or JSON")
+    p.add_argument("file", metavar="FILE", help="site config (path or site name)")
+    p.add_argument("--format", "-f", required=True, choices=list(EXPORTERS), dest="fmt")
+    p.add_argument("-o", "--output", metavar="OUT", help="write here (atomically), not stdout")
+    p.add_argument(
+        "--node-port-base",
+        type=int,
+        metavar="N",
+        help="slurm-nodes: add Port=N+i per node in physical order (several slurmd per host)",
+    )
+    sub.add_parser("list", help="list the installed site configs")
+
+
+def run(args: argparse.Namespace) -> int:
+    return {"validate": _validate, "show": _show, "export": _export, "list": _list}[args.action](
+        args
+    )
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from slurm_supernode.site.loader import find_site, load_file
+
+    status = 0
+    for arg in args.files:
+        try:
+            path = find_site(arg)
+        except InputError as exc:
+            print(f"{arg}: {exc}", file=sys.stderr)
+            status = 2
+            continue
+        site, problems = load_file(path)
+        if problems or site is None:
+            for p in problems:
+                print(p, file=sys.stderr)
+            status = 2
+        else:
+            print(
+                f"{path}: ok ({len(site.supernodes)} super nodes, {len(site.nodes)} nodes,"
+                f" {site.devices} devices)"
+            )
+    return status
+
+
+def _load(arg: str):
+    from slurm_supernode.site.loader import load_site
+
+    return load_site(arg)
+
+
+def _show(args: argparse.Namespace) -> int:
+    from slurm_supernode.site.show import print_site
+
+    print_site(_load(args.file))
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from slurm_supernode.site.export import export, write_atomic
+
+    text = export(_load(args.file), args.fmt, args.node_port_base)
+    if args.output:
+        try:
+            write_atomic(args.output, text)
+        except OSError as exc:
+            raise InputError(f"cannot write: {exc.strerror or exc}", where=args.output) from None
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    from slurm_supernode.site.loader import available_sites, load_file
+
+    sites = available_sites()
+    if not sites:
+        print("no site configs installed")
+        return 0
+    width = max(len(n) for n in sites)
+    for name, path in sites.items():
+        site, problems = load_file(path)
+        if site is None or problems:
+            summary = f"INVALID ({len(problems)} problems)"
+        else:
+            summary = (
+                f"{site.vendor}, {len(site.supernodes)} super nodes, {len(site.nodes)} nodes,"
+                f" {site.devices} devices, strategy {site.slurm.strategy}"
+            )
+        print(f"{name:<{width}}  {summary}  {path}")
+    return 0

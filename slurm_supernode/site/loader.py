@@ -1,0 +1,927 @@
+"""Load a site config (YAML) into the ``Site`` model, keeping ``file:line:col`` for every value.
+
+PyYAML's ``compose`` gives a node tree whose nodes carry their start position; one pass over
+it checks the shape and types of every key, builds the dataclasses and collects *all* problems
+(unknown keys with the closest valid key, wrong types, missing keys, bad hostlists, ...). The
+cross-object rules then run in ``validate.py`` on the built model. ``load_site`` raises one
+``ConfigError`` listing every problem. Hostlists are expanded once per super node (ClusterShell),
+node specs are merged once per distinct layer combination, so a 100k-device site loads fast.
+
+Sites are found by path or by name (``find_site``): an existing path, ``$SNRUN_SITE``,
+``/etc/snrun/sites/NAME.yaml``, then the configs bundled with the package.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import string
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from slurm_supernode.errors import ConfigError, InputError, Problem
+from slurm_supernode.site.hostlist import HostlistError, expand
+from slurm_supernode.site.model import (
+    LINK_LEVELS,
+    STRATEGIES,
+    VENDORS,
+    BenchSettings,
+    EnvProfile,
+    LinkLevel,
+    NicSpec,
+    Node,
+    NodeSpec,
+    PathSettings,
+    Site,
+    SlurmSettings,
+    SuperNode,
+)
+from slurm_supernode.site.validate import Loc, SourceMap, check_device_groups, validate_site
+
+SYSTEM_SITES_DIR = Path("/etc/snrun/sites")
+SITE_ENV = "SNRUN_SITE"
+
+TOP_KEYS = (
+    "name",
+    "description",
+    "vendor",
+    "supernodes",
+    "node_defaults",
+    "node_overrides",
+    "links",
+    "device_ips",
+    "host_ip",
+    "slurm",
+    "env_profiles",
+    "bench",
+    "paths",
+)
+SPEC_KEYS = ("devices", "device_groups", "nics", "gres_type", "gres_file", "cpus", "memory_mb")
+SN_KEYS = (
+    "name",
+    "nodes",
+    "racks",
+    "super_pod_id",
+    "feature",
+    "node_defaults",
+    "device_ips",
+    "host_ip",
+)
+SLURM_KEYS = (
+    "partition",
+    "feature_format",
+    "strategy",
+    "spine_switch",
+    "supernode_partitions",
+    "gres_name",
+    "node_options",
+)
+LINK_KEYS = ("bandwidth_gbps", "latency_us", "kind")
+BENCH_KEYS = ("regression_pct", "baseline_runs", "sizes", "min_busbw_gbps")
+PATH_KEYS = ("jobs_dir", "results_db")
+IP_KEYS = ("pattern", "nodes")
+# NodeName attributes snrun writes itself (from node_defaults / super nodes).
+RESERVED_NODE_OPTIONS = ("NodeName", "Features", "Gres", "CPUs", "RealMemory", "Port")
+# Fields of device/host IP patterns; each may carry "+N" ({node+1}).
+IP_FIELDS = ("sn", "pod", "node", "gnode", "dev", "slot")
+
+_INT = "tag:yaml.org,2002:int"
+_FLOAT = "tag:yaml.org,2002:float"
+_BOOL = "tag:yaml.org,2002:bool"
+_NULL = "tag:yaml.org,2002:null"
+_STR = "tag:yaml.org,2002:str"
+_KIND = {
+    _INT: "an integer",
+    _FLOAT: "a number",
+    _BOOL: "a boolean",
+    _NULL: "null",
+    _STR: "a string",
+}
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+# -- finding sites --------------------------------------------------------------------------
+def bundled_sites_dir() -> Path | None:
+    from slurm_supernode.resources import site_configs_dir
+
+    try:
+        return site_configs_dir()
+    except FileNotFoundError:
+        return None
+
+
+def available_sites() -> dict[str, Path]:
+    """Site name -> file, system sites shadowing bundled ones of the same name."""
+    found: dict[str, Path] = {}
+    for folder in (bundled_sites_dir(), SYSTEM_SITES_DIR):
+        if folder and folder.is_dir():
+            for path in sorted(folder.glob("*.yaml")):
+                found[path.stem] = path
+    return dict(sorted(found.items()))
+
+
+def find_site(name_or_path: str | os.PathLike | None) -> Path:
+    """The config file of a site given by path or name (see the module docstring)."""
+    arg = name_or_path
+    if arg is None:
+        arg = os.environ.get(SITE_ENV) or None
+        if arg is None:
+            raise InputError(
+                "no site given",
+                hint=f"pass --site NAME or FILE, or set ${SITE_ENV}; sites: "
+                + (", ".join(available_sites()) or "none installed"),
+            )
+    path = Path(arg).expanduser()
+    if path.is_file():
+        return path
+    name = str(arg)
+    if "/" not in name and not name.endswith((".yaml", ".yml")):
+        for folder in (SYSTEM_SITES_DIR, bundled_sites_dir()):
+            if folder is not None:
+                candidate = folder / f"{name}.yaml"
+                if candidate.is_file():
+                    return candidate
+    names = list(available_sites())
+    close = difflib.get_close_matches(name, names, n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    raise InputError(
+        f"unknown site {name!r}",
+        hint=hint + "available sites: " + (", ".join(names) or "none") + "; or give a file path",
+    )
+
+
+def load_site(name_or_path: str | os.PathLike | None) -> Site:
+    """Find, load and validate a site; ConfigError with every problem if it is not valid."""
+    path = find_site(name_or_path)
+    site, problems = load_file(path)
+    if problems or site is None:
+        raise ConfigError(problems)
+    return site
+
+
+def load_file(path: str | os.PathLike) -> tuple[Site | None, list[Problem]]:
+    """Parse and validate one file; returns the site (None if unusable) and all problems."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, [Problem(str(path), 1, 1, f"cannot read: {exc}")]
+    return parse_site(text, str(path))
+
+
+def parse_site(text: str, file: str = "<string>") -> tuple[Site | None, list[Problem]]:
+    """Parse and validate config text; ``file`` is used in problem locations."""
+    try:
+        root = yaml.compose(text, Loader=_Loader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        what = " ".join(x for x in (exc.context, exc.problem) if x)
+        return None, [
+            Problem(file, line, col, f"YAML syntax error: {what}", "check indentation and quoting")
+        ]
+    except yaml.YAMLError as exc:
+        return None, [Problem(file, 1, 1, f"YAML error: {exc}")]
+    builder = _Builder(file)
+    site = builder.build(root)
+    problems = builder.problems
+    if site is not None:
+        problems += validate_site(site, builder.src)
+    return site, _dedupe(problems)
+
+
+def _dedupe(problems: list[Problem]) -> list[Problem]:
+    seen: set[tuple] = set()
+    out = []
+    for p in problems:
+        key = (p.line, p.col, p.message)
+        if key not in seen:
+            seen.add(key)
+            out.append(p)
+    return out
+
+
+# -- the builder ----------------------------------------------------------------------------
+@dataclass
+class _Val:
+    """A parsed spec value with where it came from and how specific its layer is."""
+
+    value: Any
+    loc: Loc
+    rank: int
+
+
+class _Builder:
+    """One pass over the composed YAML: checks shape and types, builds the model."""
+
+    def __init__(self, file: str):
+        self.file = file
+        self.problems: list[Problem] = []
+        self.src = SourceMap(file)
+        self._cons = yaml.constructor.SafeConstructor()
+
+    # -- primitives --------------------------------------------------------------------
+    @staticmethod
+    def loc(node: yaml.Node) -> Loc:
+        return (node.start_mark.line + 1, node.start_mark.column + 1)
+
+    def err(self, where: yaml.Node | Loc | None, message: str, hint: str | None = None) -> None:
+        if isinstance(where, yaml.Node):
+            line, col = self.loc(where)
+        else:
+            line, col = where or (1, 1)
+        self.problems.append(Problem(self.file, line, col, message, hint))
+
+    def _kind(self, node: yaml.Node) -> str:
+        if isinstance(node, yaml.MappingNode):
+            return "a mapping"
+        if isinstance(node, yaml.SequenceNode):
+            return "a list"
+        return _KIND.get(node.tag, "a value") + (f" {node.value!r}" if node.tag != _NULL else "")
+
+    def mapping(
+        self,
+        node: yaml.Node,
+        what: str,
+        keys: Iterable[str] | None,
+        required: Iterable[str] = (),
+    ) -> dict[str, tuple[yaml.Node, yaml.Node]] | None:
+        """key -> (key node, value node); reports unknown, duplicate and missing keys."""
+        if not isinstance(node, yaml.MappingNode):
+            self.err(node, f"{what} must be a mapping, got {self._kind(node)}")
+            return None
+        allowed = tuple(keys) if keys is not None else None
+        out: dict[str, tuple[yaml.Node, yaml.Node]] = {}
+        for knode, vnode in node.value:
+            if not isinstance(knode, yaml.ScalarNode):
+                self.err(knode, f"{what}: keys must be plain names")
+                continue
+            key = knode.value
+            if allowed is not None and key not in allowed:
+                close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
+                hint = (
+                    f"did you mean {close[0]!r}?" if close else "valid keys: " + ", ".join(allowed)
+                )
+                self.err(knode, f"unknown key {key!r} in {what}", hint)
+                continue
+            if key in out:
+                self.err(knode, f"duplicate key {key!r} in {what}", "each key may appear once")
+                continue
+            out[key] = (knode, vnode)
+        for key in required:
+            if key not in out:
+                self.err(node, f"{what} is missing required key {key!r}")
+        return out
+
+    def seq(self, node: yaml.Node, what: str) -> list[yaml.Node] | None:
+        if not isinstance(node, yaml.SequenceNode):
+            self.err(node, f"{what} must be a list, got {self._kind(node)}")
+            return None
+        return list(node.value)
+
+    def text(self, node: yaml.Node, what: str, allow_empty: bool = False) -> str | None:
+        if not isinstance(node, yaml.ScalarNode) or node.tag == _NULL:
+            self.err(node, f"{what} must be a string, got {self._kind(node)}")
+            return None
+        if not allow_empty and not node.value.strip():
+            self.err(node, f"{what} must not be empty")
+            return None
+        return node.value
+
+    def integer(self, node: yaml.Node, what: str, minimum: int | None = None) -> int | None:
+        if not isinstance(node, yaml.ScalarNode) or node.tag != _INT:
+            self.err(node, f"{what} must be an integer, got {self._kind(node)}")
+            return None
+        value = self._cons.construct_yaml_int(node)
+        if minimum is not None and value < minimum:
+            self.err(node, f"{what} must be >= {minimum}, got {value}")
+            return None
+        return value
+
+    def number(self, node: yaml.Node, what: str) -> float | None:
+        if not isinstance(node, yaml.ScalarNode) or node.tag not in (_INT, _FLOAT):
+            self.err(node, f"{what} must be a number, got {self._kind(node)}")
+            return None
+        if node.tag == _INT:
+            return float(self._cons.construct_yaml_int(node))
+        return self._cons.construct_yaml_float(node)
+
+    def hostlist(self, node: yaml.Node, what: str) -> list[str] | None:
+        expr = self.text(node, what)
+        if expr is None:
+            return None
+        try:
+            return expand(expr.strip())
+        except HostlistError as exc:
+            self.err(
+                node,
+                f"bad hostlist {expr!r} in {what}: {exc}",
+                "Slurm hostlist syntax, e.g. gb[001-018] or n[0-3],n7",
+            )
+            return None
+
+    def str_list(self, node: yaml.Node, what: str) -> tuple[str, ...] | None:
+        if isinstance(node, yaml.ScalarNode) and node.tag != _NULL:
+            return tuple(x.strip() for x in node.value.split(",") if x.strip())
+        items = self.seq(node, what)
+        if items is None:
+            return None
+        out = [self.text(item, f"{what} item") for item in items]
+        return None if None in out else tuple(out)  # type: ignore[arg-type]
+
+    # -- the whole file ----------------------------------------------------------------
+    def build(self, root: yaml.Node | None) -> Site | None:
+        if root is None:
+            self.err((1, 1), "the file is empty", "see docs/site-config.md for the schema")
+            return None
+        top = self.mapping(root, "the site config", TOP_KEYS, ("name", "vendor", "supernodes"))
+        if top is None:
+            return None
+        self.src.root = self.loc(root)
+        name = self.text(top["name"][1], "name") if "name" in top else None
+        vendor = self._vendor(top.get("vendor"))
+        slurm = self._slurm(top["slurm"][1]) if "slurm" in top else SlurmSettings()
+        defaults = (
+            self._spec_layer(top["node_defaults"][1], "node_defaults", 0)
+            if ("node_defaults" in top)
+            else {}
+        )
+        links = self._links(top.get("links"), root)
+        supernodes = self._supernodes(top, defaults, slurm, vendor)
+        env = self._env_profiles(top["env_profiles"][1]) if "env_profiles" in top else {}
+        bench = self._bench(top["bench"][1]) if "bench" in top else BenchSettings()
+        paths = self._paths(top["paths"][1]) if "paths" in top else PathSettings()
+        if supernodes is None:
+            return None
+        return Site(
+            name=name or "?",
+            vendor=vendor or "?",
+            supernodes=tuple(supernodes),
+            links=links,
+            slurm=slurm,
+            env_profiles=env,
+            bench=bench,
+            paths=paths,
+            source=self.file,
+        )
+
+    def _vendor(self, item: tuple[yaml.Node, yaml.Node] | None) -> str | None:
+        if item is None:
+            return None
+        vendor = self.text(item[1], "vendor")
+        if vendor is not None and vendor not in VENDORS:
+            self.err(item[1], f"unknown vendor {vendor!r}", "choose one of " + ", ".join(VENDORS))
+            return None
+        return vendor
+
+    # -- slurm ---------------------------------------------------------------------------
+    def _slurm(self, node: yaml.Node) -> SlurmSettings:
+        m = self.mapping(node, "slurm", SLURM_KEYS)
+        if not m:
+            return SlurmSettings()
+        kw: dict[str, Any] = {}
+        for key in ("partition", "spine_switch", "gres_name"):
+            if key in m:
+                value = self.text(m[key][1], f"slurm.{key}")
+                if value is not None:
+                    if any(c in value for c in " ,=#\t"):
+                        self.err(
+                            m[key][1],
+                            f"slurm.{key} {value!r} has a space, ',', '=' or '#'",
+                            "Slurm names are single words",
+                        )
+                    else:
+                        kw[key] = value
+        for key in m:
+            self.src.slurm[key] = self.loc(m[key][1])
+        if "strategy" in m:
+            strategy = self.text(m["strategy"][1], "slurm.strategy")
+            if strategy is not None and strategy not in STRATEGIES:
+                self.err(
+                    m["strategy"][1],
+                    f"unknown strategy {strategy!r}",
+                    "choose one of " + ", ".join(STRATEGIES),
+                )
+            elif strategy is not None:
+                kw["strategy"] = strategy
+        if "feature_format" in m:
+            fmt = self.text(m["feature_format"][1], "slurm.feature_format")
+            if fmt is not None and self._check_format(m["feature_format"][1], fmt, ("name",)):
+                kw["feature_format"] = fmt
+        if "supernode_partitions" in m:
+            parts = self.str_list(m["supernode_partitions"][1], "slurm.supernode_partitions")
+            if parts is not None:
+                kw["supernode_partitions"] = parts
+        if "node_options" in m:
+            opts = self.mapping(m["node_options"][1], "slurm.node_options", None)
+            pairs = []
+            for key, (knode, vnode) in (opts or {}).items():
+                if key in RESERVED_NODE_OPTIONS:
+                    self.err(
+                        knode,
+                        f"slurm.node_options may not set {key}",
+                        "snrun writes it from node_defaults / super nodes / --node-port-base",
+                    )
+                    continue
+                if not key.isalnum():
+                    self.err(knode, f"bad NodeName attribute {key!r}", "e.g. NodeAddr, Weight")
+                    continue
+                value = self.text(vnode, f"slurm.node_options.{key}")
+                if value is not None:
+                    pairs.append((key, value))
+            kw["node_options"] = tuple(pairs)
+        return SlurmSettings(**kw)
+
+    def _check_format(self, node: yaml.Node, fmt: str, fields: tuple[str, ...]) -> bool:
+        try:
+            names = [f for _, f, _, _ in string.Formatter().parse(fmt) if f is not None]
+        except ValueError as exc:
+            self.err(node, f"bad format {fmt!r}: {exc}", "use {name}; write {{ for a brace")
+            return False
+        for f in names:
+            if f not in fields:
+                self.err(
+                    node,
+                    f"unknown field {{{f}}} in {fmt!r}",
+                    "fields: " + ", ".join("{" + x + "}" for x in fields),
+                )
+                return False
+        return True
+
+    # -- node specs --------------------------------------------------------------------
+    def _spec_layer(
+        self, node: yaml.Node, what: str, rank: int, extra: tuple[str, ...] = ()
+    ) -> dict[str, _Val]:
+        m = self.mapping(node, what, SPEC_KEYS + extra, extra)
+        layer: dict[str, _Val] = {}
+        if not m:
+            return layer
+        for key, (_, vnode) in m.items():
+            if key in extra:
+                continue
+            label = f"{what}.{key}"
+            value: Any = None
+            if key in ("devices", "cpus", "memory_mb"):
+                value = self.integer(vnode, label, 1)
+            elif key in ("gres_type", "gres_file"):
+                value = self.text(vnode, label)
+            elif key == "device_groups":
+                value = self._device_groups(vnode, label)
+            elif key == "nics":
+                value = self._nics(vnode, label)
+            if value is not None:
+                layer[key] = _Val(value, self.loc(vnode), rank)
+        return layer
+
+    def _device_groups(self, node: yaml.Node, what: str) -> tuple[tuple[int, ...], ...] | None:
+        groups = self.seq(node, what)
+        if groups is None:
+            return None
+        out = []
+        for g in groups:
+            items = self.seq(g, f"{what} item")
+            if items is None:
+                return None
+            ids = [self.integer(i, f"{what} device id") for i in items]
+            if None in ids:
+                return None
+            out.append(tuple(ids))
+        if not out:
+            self.err(node, f"{what} is empty", "e.g. [[0,1,2,3],[4,5,6,7]]")
+            return None
+        return tuple(out)  # type: ignore[arg-type]
+
+    def _nics(self, node: yaml.Node, what: str) -> NicSpec | None:
+        m = self.mapping(node, what, ("socket_ifname", "hcas"))
+        if m is None:
+            return None
+        ifname = (
+            self.text(m["socket_ifname"][1], f"{what}.socket_ifname")
+            if ("socket_ifname" in m)
+            else None
+        )
+        hcas = self.str_list(m["hcas"][1], f"{what}.hcas") if "hcas" in m else ()
+        return NicSpec(socket_ifname=ifname, hcas=hcas or ())
+
+    # -- super nodes -------------------------------------------------------------------
+    def _supernodes(
+        self, top: dict, defaults: dict[str, _Val], slurm: SlurmSettings, vendor: str | None
+    ) -> list[SuperNode] | None:
+        if "supernodes" not in top:
+            return None
+        snode = top["supernodes"][1]
+        items = self.seq(snode, "supernodes")
+        if items is None:
+            return None
+        if not items:
+            self.err(snode, "supernodes is empty", "list at least one super node")
+            return None
+        raw: list[dict[str, Any]] = []
+        for i, item in enumerate(items):
+            raw.append(self._supernode(item, i))
+        all_hosts = {h for r in raw for h, *_ in r["hosts"]}
+        # node_overrides: hostname -> indices of the overrides that apply, in file order
+        overrides: list[dict[str, _Val]] = []
+        applies: dict[str, list[int]] = {}
+        if "node_overrides" in top:
+            for k, onode in enumerate(self.seq(top["node_overrides"][1], "node_overrides") or []):
+                layer = self._spec_layer(onode, f"node_overrides[{k}]", 2 + k, ("nodes",))
+                overrides.append(layer)
+                if not isinstance(onode, yaml.MappingNode):
+                    continue
+                nodes_node = next((v for kn, v in onode.value if kn.value == "nodes"), None)
+                hosts = (
+                    self.hostlist(nodes_node, f"node_overrides[{k}].nodes")
+                    if (nodes_node is not None)
+                    else None
+                )
+                for host in self._known(hosts or [], all_hosts, nodes_node):
+                    applies.setdefault(host, []).append(k)
+        ips = _IpSource.parse(self, top.get("device_ips"), "device_ips", devices=True)
+        hips = _IpSource.parse(self, top.get("host_ip"), "host_ip", devices=False)
+        for src in (ips, hips):
+            if src:
+                self._known(list(src.explicit), all_hosts, src.node)
+        spec_cache: dict[tuple, NodeSpec] = {}
+        out: list[SuperNode] = []
+        gnode = 0
+        sn_layer_key = -1
+        for i, r in enumerate(raw):
+            nodes: list[Node] = []
+            ip_sources = (r["device_ips"], ips)
+            hip_sources = (r["host_ip"], hips)
+            with_ips = any(ip_sources) or any(hip_sources)
+            name = r["name"]
+            sn_layer_key = i if r["layer"] else -1
+            for idx, (host, rack, slot, _loc) in enumerate(r["hosts"]):
+                over = tuple(applies[host]) if host in applies else ()
+                key = (sn_layer_key, over)
+                spec = spec_cache.get(key)
+                if spec is None:
+                    layers = [defaults, r["layer"], *(overrides[k] for k in over)]
+                    spec = self._merge_spec(layers, r["name_loc"], name)
+                    spec_cache[key] = spec
+                dev_ips: tuple[str, ...] | None = None
+                host_ip: tuple[str, ...] | None = None
+                if with_ips:
+                    fields = {
+                        "sn": i,
+                        "pod": r["pod"] if r["pod"] is not None else i,
+                        "node": idx,
+                        "gnode": gnode,
+                        "slot": slot if slot is not None else idx,
+                    }
+                    dev_ips = self._render_ips(ip_sources, host, fields, spec.devices)
+                    host_ip = self._render_ips(hip_sources, host, fields, 0)
+                nodes.append(
+                    Node(
+                        host,
+                        name,
+                        idx,
+                        spec,
+                        rack,
+                        slot,
+                        dev_ips or (),
+                        host_ip[0] if host_ip else None,
+                    )
+                )
+                gnode += 1
+            feature = r["feature"]
+            if feature is None:
+                feature = slurm.feature_format.format(name=r["name"])
+            out.append(SuperNode(r["name"], tuple(nodes), feature, r["pod"]))
+            self.src.node_src[i] = [h[3] for h in r["hosts"]]
+        if vendor == "nvidia" and (ips or any(r["device_ips"] for r in raw)):
+            self.err(
+                top["device_ips"][1] if "device_ips" in top else None,
+                "device_ips are only used with vendor: ascend",
+                "remove them or set vendor: ascend",
+            )
+        self._ips_complete(out)
+        return out
+
+    def _supernode(self, item: yaml.Node, i: int) -> dict[str, Any]:
+        r: dict[str, Any] = {
+            "name": f"#{i}",
+            "name_loc": self.loc(item),
+            "hosts": [],
+            "layer": {},
+            "pod": None,
+            "feature": None,
+            "device_ips": None,
+            "host_ip": None,
+        }
+        what = f"supernodes[{i}]"
+        m = self.mapping(item, what, SN_KEYS, ("name",))
+        if m is None:
+            return r
+        if "name" in m:
+            name = self.text(m["name"][1], f"{what}.name")
+            if name is not None:
+                r["name"] = name
+                what = f"super node {name!r}"
+            r["name_loc"] = self.loc(m["name"][1])
+        self.src.sn_name[i] = r["name_loc"]
+        if "nodes" in m and "racks" in m:
+            self.err(m["racks"][0], f"{what} has both nodes and racks", "use one of them")
+        elif "nodes" in m:
+            vnode = m["nodes"][1]
+            self.src.sn_nodes[i] = self.loc(vnode)
+            hosts = self.hostlist(vnode, f"{what} nodes")
+            if hosts is None:
+                self.src.sn_broken.add(i)
+            loc = self.loc(vnode)
+            r["hosts"] = [(h, None, None, loc) for h in hosts or ()]
+        elif "racks" in m:
+            self.src.sn_nodes[i] = self.loc(m["racks"][1])
+            for k, rack in enumerate(self.seq(m["racks"][1], f"{what} racks") or []):
+                rm = self.mapping(rack, f"{what} racks[{k}]", ("name", "nodes"), ("name", "nodes"))
+                if not rm or "name" not in rm or "nodes" not in rm:
+                    self.src.sn_broken.add(i)
+                    continue
+                rname = self.text(rm["name"][1], "rack name")
+                hosts = self.hostlist(rm["nodes"][1], f"{what} rack {rname!r} nodes")
+                if hosts is None:
+                    self.src.sn_broken.add(i)
+                loc = self.loc(rm["nodes"][1])
+                r["hosts"] += [(h, rname, s, loc) for s, h in enumerate(hosts or ())]
+        else:
+            self.err(
+                item,
+                f"{what} is missing required key 'nodes' (or 'racks')",
+                "e.g. nodes: gb[001-018]",
+            )
+        if "super_pod_id" in m:
+            r["pod"] = self.integer(m["super_pod_id"][1], f"{what}.super_pod_id", 0)
+        if "feature" in m:
+            r["feature"] = self.text(m["feature"][1], f"{what}.feature")
+            self.src.sn_feature[i] = self.loc(m["feature"][1])
+        if "node_defaults" in m:
+            r["layer"] = self._spec_layer(m["node_defaults"][1], f"{what}.node_defaults", 1)
+        r["device_ips"] = _IpSource.parse(self, m.get("device_ips"), f"{what}.device_ips", True)
+        r["host_ip"] = _IpSource.parse(self, m.get("host_ip"), f"{what}.host_ip", False)
+        return r
+
+    def _known(self, hosts: list[str], all_hosts: set[str], node: yaml.Node | None) -> list[str]:
+        unknown = [h for h in hosts if h not in all_hosts]
+        if unknown:
+            close = difflib.get_close_matches(unknown[0], sorted(all_hosts)[:5000], n=1)
+            hint = f"did you mean {close[0]!r}?" if close else "list only hosts of the super nodes"
+            more = f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""
+            self.err(node, f"host {unknown[0]!r}{more} is not in any super node", hint)
+        return [h for h in hosts if h in all_hosts]
+
+    def _merge_spec(self, layers: list[dict[str, _Val]], sn_loc: Loc, sn_name: str) -> NodeSpec:
+        merged: dict[str, _Val] = {}
+        for layer in layers:
+            merged.update(layer)
+        if "devices" not in merged:
+            self.err(
+                sn_loc,
+                f"devices per node is not set for super node {sn_name!r}",
+                "set node_defaults.devices (or per super node / node_overrides)",
+            )
+            return NodeSpec(devices=0, device_groups=())
+        devices = merged["devices"].value
+        groups_val = merged.get("device_groups")
+        if groups_val is None:
+            groups = (tuple(range(devices)),)
+        else:
+            groups = groups_val.value
+            dev_val = merged["devices"]
+            where = groups_val if groups_val.rank >= dev_val.rank else dev_val
+            for message in check_device_groups(devices, groups):
+                self.err(
+                    where.loc,
+                    message,
+                    "device groups must split 0..devices-1 into disjoint islands,"
+                    " e.g. [[0,1,2,3],[4,5,6,7]]",
+                )
+        kw = {k: v.value for k, v in merged.items() if k not in ("devices", "device_groups")}
+        return NodeSpec(devices=devices, device_groups=groups, **kw)
+
+    # -- device and host IPs ------------------------------------------------------------
+    def _render_ips(
+        self,
+        sources: tuple[_IpSource | None, ...],
+        host: str,
+        fields: dict[str, int],
+        devices: int,
+    ) -> tuple[str, ...] | None:
+        """IPs of one node: explicit values first (super node, then site), then a pattern."""
+        present = [s for s in sources if s is not None]
+        if not present:  # the common case (non-Ascend): no IPs at all
+            return None
+        target = self.src.device_ip_src if present[0].devices else self.src.host_ip_src
+        for src in present:
+            if host in src.explicit:
+                value, loc = src.explicit[host]
+                target[host] = loc
+                return value
+        for src in present:
+            if src.pattern is not None:
+                target[host] = src.pattern_loc
+                if not src.devices:
+                    return (render_pattern(src.pattern, fields),)
+                return tuple(
+                    render_pattern(src.pattern, {**fields, "dev": d}) for d in range(devices)
+                )
+        return None
+
+    def _ips_complete(self, supernodes: list[SuperNode]) -> None:
+        with_ips = [n for sn in supernodes for n in sn.nodes if n.device_ips]
+        if not with_ips:
+            return
+        missing = [n.hostname for sn in supernodes for n in sn.nodes if not n.device_ips]
+        if missing:
+            loc = self.src.device_ip_src.get(with_ips[0].hostname)
+            self.err(
+                loc,
+                f"device IPs are missing for {len(missing)} node(s), e.g. {missing[0]}",
+                "give a device_ips pattern or list every node",
+            )
+
+    # -- links, env, bench, paths ---------------------------------------------------------
+    def _links(self, item: tuple | None, root: yaml.Node) -> dict[str, LinkLevel]:
+        if item is None:
+            self.err(
+                root,
+                "the site config is missing required key 'links'",
+                "links: {node: {...}, supernode: {...}, inter: {...}}",
+            )
+            return {}
+        m = self.mapping(item[1], "links", LINK_LEVELS, LINK_LEVELS)
+        out: dict[str, LinkLevel] = {}
+        for level, (_, vnode) in (m or {}).items():
+            lm = self.mapping(vnode, f"links.{level}", LINK_KEYS, ("bandwidth_gbps", "latency_us"))
+            if lm is None:
+                continue
+            vals: dict[str, Any] = {}
+            for key in ("bandwidth_gbps", "latency_us"):
+                if key in lm:
+                    self.src.links[(level, key)] = self.loc(lm[key][1])
+                    vals[key] = self.number(lm[key][1], f"links.{level}.{key}")
+            kind = self.text(lm["kind"][1], f"links.{level}.kind") if "kind" in lm else ""
+            if vals.get("bandwidth_gbps") is not None and vals.get("latency_us") is not None:
+                out[level] = LinkLevel(
+                    level, vals["bandwidth_gbps"], vals["latency_us"], kind or ""
+                )
+        return {lvl: out[lvl] for lvl in LINK_LEVELS if lvl in out}
+
+    def _env_profiles(self, node: yaml.Node) -> dict[str, EnvProfile]:
+        out: dict[str, EnvProfile] = {}
+        for name, (_, vnode) in (self.mapping(node, "env_profiles", None) or {}).items():
+            pairs = []
+            for var, (knode, val) in (
+                self.mapping(vnode, f"env_profiles.{name}", None) or {}
+            ).items():
+                if not (var.isascii() and var.isidentifier()):
+                    self.err(
+                        knode,
+                        f"bad environment variable name {var!r}",
+                        "letters, digits and '_', not starting with a digit",
+                    )
+                    continue
+                text = self.text(val, f"env_profiles.{name}.{var}", allow_empty=True)
+                if text is not None:
+                    pairs.append((var, text))
+            out[name] = EnvProfile(name, tuple(pairs))
+        return out
+
+    def _bench(self, node: yaml.Node) -> BenchSettings:
+        m = self.mapping(node, "bench", BENCH_KEYS) or {}
+        kw: dict[str, Any] = {}
+        if "regression_pct" in m:
+            v = self.number(m["regression_pct"][1], "bench.regression_pct")
+            if v is not None and not 0 < v < 100:
+                self.err(
+                    m["regression_pct"][1], f"bench.regression_pct must be in (0, 100), got {v:g}"
+                )
+            elif v is not None:
+                kw["regression_pct"] = v
+        if "baseline_runs" in m:
+            v = self.integer(m["baseline_runs"][1], "bench.baseline_runs", 1)
+            if v is not None:
+                kw["baseline_runs"] = v
+        if "sizes" in m:
+            items = self.seq(m["sizes"][1], "bench.sizes") or []
+            sizes = [self.integer(s, "bench.sizes item", 1) for s in items]
+            if None not in sizes:
+                kw["sizes"] = tuple(sizes)
+        if "min_busbw_gbps" in m:
+            floors = []
+            scopes = (*LINK_LEVELS, "site")
+            for scope, (_k, vnode) in (
+                self.mapping(m["min_busbw_gbps"][1], "bench.min_busbw_gbps", scopes) or {}
+            ).items():
+                v = self.number(vnode, f"bench.min_busbw_gbps.{scope}")
+                if v is not None and v <= 0:
+                    self.err(vnode, f"bench.min_busbw_gbps.{scope} must be > 0, got {v:g}")
+                elif v is not None:
+                    floors.append((scope, v))
+            kw["min_busbw_gbps"] = tuple(floors)
+        return BenchSettings(**kw)
+
+    def _paths(self, node: yaml.Node) -> PathSettings:
+        m = self.mapping(node, "paths", PATH_KEYS) or {}
+        kw = {}
+        for key, (_, vnode) in m.items():
+            v = self.text(vnode, f"paths.{key}")
+            if v is not None:
+                kw[key] = v
+        return PathSettings(**kw)
+
+
+@dataclass
+class _IpSource:
+    """device_ips / host_ip of the site or of one super node: a pattern and explicit values."""
+
+    node: yaml.Node
+    devices: bool
+    pattern: str | None
+    pattern_loc: Loc | None
+    explicit: dict[str, tuple[tuple[str, ...], Loc]]
+
+    @classmethod
+    def parse(cls, b: _Builder, item: tuple | None, what: str, devices: bool) -> _IpSource | None:
+        if item is None:
+            return None
+        node = item[1]
+        pattern = None
+        pattern_node = None
+        explicit: dict[str, tuple[tuple[str, ...], Loc]] = {}
+        if isinstance(node, yaml.ScalarNode):
+            pattern_node = node
+        else:
+            m = b.mapping(node, what, IP_KEYS)
+            if m is None:
+                return None
+            if "pattern" in m:
+                pattern_node = m["pattern"][1]
+            if "nodes" in m:
+                for host, (_k, vnode) in (
+                    b.mapping(m["nodes"][1], f"{what}.nodes", None) or {}
+                ).items():
+                    if devices:
+                        ips = b.str_list(vnode, f"{what}.nodes.{host}")
+                    else:
+                        one = b.text(vnode, f"{what}.nodes.{host}")
+                        ips = (one,) if one is not None else None
+                    if ips is not None:
+                        explicit[host] = (ips, b.loc(vnode))
+        if pattern_node is not None:
+            text = b.text(pattern_node, f"{what} pattern")
+            fields = IP_FIELDS if devices else tuple(f for f in IP_FIELDS if f != "dev")
+            if text is not None and _check_pattern(b, pattern_node, text, fields):
+                pattern = text
+        if pattern is None and not explicit:
+            if pattern_node is None and not isinstance(node, yaml.ScalarNode):
+                b.err(
+                    node,
+                    f"{what} needs a pattern or nodes",
+                    'e.g. pattern: "10.{pod}.{node}.{dev}"',
+                )
+            return None
+        loc = b.loc(pattern_node) if pattern_node is not None else None
+        return cls(node, devices, pattern, loc, explicit)
+
+
+def _check_pattern(b: _Builder, node: yaml.Node, text: str, fields: tuple[str, ...]) -> bool:
+    try:
+        render_pattern(text, dict.fromkeys(fields, 0), fields)
+    except ValueError as exc:
+        b.err(
+            node,
+            f"bad IP pattern {text!r}: {exc}",
+            "fields: " + " ".join("{" + f + "}" for f in fields) + ", each may add +N",
+        )
+        return False
+    return True
+
+
+def render_pattern(
+    pattern: str, values: dict[str, int], fields: tuple[str, ...] = IP_FIELDS
+) -> str:
+    """Fill ``{field}`` / ``{field+N}`` in an IP pattern ('10.{pod}.{node+1}.{dev}')."""
+    out = []
+    for literal, field_name, spec, conv in string.Formatter().parse(pattern):
+        out.append(literal)
+        if field_name is None:
+            continue
+        if spec or conv:
+            raise ValueError(f"format spec in {{{field_name}}} is not supported")
+        base, plus, offset = field_name.partition("+")
+        base = base.strip()
+        if base not in fields:
+            raise ValueError(f"unknown field {{{field_name}}}")
+        add = 0
+        if plus:
+            if not offset.strip().isdigit():
+                raise ValueError(f"offset in {{{field_name}}} must be a number")
+            add = int(offset)
+        out.append(str(values[base] + add))
+    return "".join(out)
