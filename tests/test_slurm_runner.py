@@ -253,9 +253,9 @@ def test_job_info_unknown_everywhere_is_none(fake_bin):
     assert jobs.job_info(12345) is None
 
 
-def test_gen_nodes_shape(tmp_path):
-    """The replaceable shape step of the minicluster: sizes -> nodes, switches, GPUs."""
-    script = ROOT / "contrib" / "minicluster" / "gen-nodes"
+def test_gen_shape_exports_through_the_site_exporter(tmp_path):
+    """The minicluster's shape step: sizes -> a site YAML -> snrun site export."""
+    script = ROOT / "contrib" / "minicluster" / "gen-shape"
     subprocess.run(
         ["bash", str(script), str(tmp_path), "/dev/x", "3", "2", "4", "8", "20000"], check=True
     )
@@ -274,5 +274,9 @@ def test_gen_nodes_shape(tmp_path):
     assert "File=/dev/x/nvidia[0-3]" in (tmp_path / "gres.conf").read_text()
     parts = (tmp_path / "nodes.conf").read_text()
     assert "PartitionName=main Nodes=n[0-5] Default=YES" in parts
-    assert "PartitionName=debug Nodes=n[0-5] Default=NO" in parts
+    assert "PartitionName=debug Nodes=ALL Default=NO" in parts
     assert os.access(script, os.X_OK)
+    from slurm_supernode.site.loader import load_site
+
+    site = load_site(str(tmp_path / "site.yaml"))  # the generated site validates
+    assert [sn.name for sn in site.supernodes] == ["sn0", "sn1", "sn2"]

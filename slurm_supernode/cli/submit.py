@@ -55,6 +55,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     j.add_argument("--jobs-dir", help="where job directories go (default: the site's)")
     j.add_argument("--dry-run", action="store_true", help="print script and plan; submit nothing")
     j.add_argument("--parsable", action="store_true", help="print the job id only")
+    j.add_argument(
+        "-W", "--wait", action="store_true", help="wait for the job chain to end (like sbatch)"
+    )
     j.add_argument("--json", action="store_true", help="with --dry-run: the plan as JSON")
     p.add_argument("-m", dest="module", metavar="MODULE", help="run a module instead of a script")
     p.add_argument("program", nargs="?", metavar="SCRIPT")
@@ -109,18 +112,18 @@ def spec_from_args(ns: argparse.Namespace) -> JobSpec:
 
 def run(ns: argparse.Namespace) -> int:
     import json
-    from pathlib import Path
 
     from slurm_supernode.launch.facts import gather_facts
     from slurm_supernode.launch.job import plan_job, submit_job
+    from slurm_supernode.launch.jobdir import jobs_root
     from slurm_supernode.launch.preview import plan_preview
     from slurm_supernode.site.loader import load_site
 
     spec = spec_from_args(ns)
     site = load_site(spec.site)
     facts = gather_facts(site, required=not ns.dry_run)
-    jobs_root = Path(ns.jobs_dir).absolute() if ns.jobs_dir else None
-    plan = plan_job(spec, site, facts, jobs_root=jobs_root)
+    root = jobs_root(ns.jobs_dir, site_jobs_dir=site.paths.jobs_dir)
+    plan = plan_job(spec, site, facts, jobs_root=root)
     for notice in plan.request.notices:
         print(f"snrun: {notice}", file=sys.stderr)
     if ns.dry_run:
@@ -136,5 +139,11 @@ def run(ns: argparse.Namespace) -> int:
                 print(f"# {line}")
         return 0
     job_id = submit_job(plan)
-    print(job_id if ns.parsable else f"Submitted batch job {job_id}")
-    return 0
+    print(job_id if ns.parsable else f"Submitted batch job {job_id}", flush=True)
+    if not ns.wait:
+        return 0
+    from slurm_supernode.supervise.wait import wait_chain
+
+    final = wait_chain(plan.job_dir, job_id)
+    print(f"snrun: job chain {final.get('state')}: {final.get('reason') or ''}", file=sys.stderr)
+    return 0 if final.get("state") == "COMPLETED" else 1

@@ -82,6 +82,7 @@ def plan_agent_launch(
     except KeyError:
         raise JobError(f"node {hostname} is not part of the rank map") from None
     env = dict(environ)
+    env.setdefault("OMP_NUM_THREADS", "1")  # what torchrun would set, without its warning
     devices = ",".join(str(d) for d in node.visible_devices)
     if site.vendor == "ascend":
         env["ASCEND_RT_VISIBLE_DEVICES"] = devices

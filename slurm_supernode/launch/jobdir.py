@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from slurm_supernode.errors import InputError
+from slurm_supernode.fsutil import expand_path
 
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -24,6 +25,23 @@ def job_dir_name(job_name: str, stamp: float | None = None, token: str | None = 
     safe = _SAFE.sub("_", job_name).strip("._") or "job"
     when = time.strftime("%Y%m%d-%H%M%S", time.localtime(stamp if stamp is not None else None))
     return f"{safe[:48]}-{when}-{token or secrets.token_hex(2)}"
+
+
+def jobs_root(
+    explicit: str | None, site_name: str | None = None, site_jobs_dir: str | None = None
+) -> Path:
+    """--jobs-dir, else $SNRUN_JOBS_DIR, else the site's jobs_dir, else ~/.snrun/jobs."""
+    if explicit:
+        return Path(explicit).absolute()
+    if os.environ.get("SNRUN_JOBS_DIR"):
+        return expand_path(os.environ["SNRUN_JOBS_DIR"])
+    if site_jobs_dir:
+        return expand_path(site_jobs_dir)
+    if site_name or os.environ.get("SNRUN_SITE"):
+        from slurm_supernode.site.loader import load_site
+
+        return expand_path(load_site(site_name).paths.jobs_dir)
+    return expand_path("~/.snrun/jobs")
 
 
 def link_job_id(jobs_root: Path, job_dir: Path, job_id: int) -> None:

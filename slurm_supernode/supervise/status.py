@@ -3,27 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from slurm_supernode.fsutil import expand_path
 from slurm_supernode.supervise import ledger
-
-
-def jobs_root(explicit: str | None, site_name: str | None = None) -> Path:
-    """--jobs-dir, else $SNRUN_JOBS_DIR, else the site's jobs_dir, else ~/.snrun/jobs."""
-    if explicit:
-        return Path(explicit).absolute()
-    if os.environ.get("SNRUN_JOBS_DIR"):
-        return expand_path(os.environ["SNRUN_JOBS_DIR"])
-    if site_name or os.environ.get("SNRUN_SITE"):
-        from slurm_supernode.site.loader import load_site
-
-        return expand_path(load_site(site_name).paths.jobs_dir)
-    return expand_path("~/.snrun/jobs")
 
 
 def chain_summary(job_dir: Path) -> dict[str, Any]:

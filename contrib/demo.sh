@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The demo: boot the local cluster (2 super nodes x 4 nodes, real Slurm) and run a real
+# multi-node torch job through snrun on two whole super nodes; print where each rank ran.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH=$PATH:/usr/sbin
+bash contrib/minicluster/minicluster up
+# shellcheck disable=SC1091
+source /tmp/snrun-minicluster/env.sh
+export SNRUN_SITE=local
+export SNRUN_JOBS_DIR=${SNRUN_JOBS_DIR:-$HOME/.snrun/demo-jobs}
+
+echo
+echo "== snrun plan: which rank runs where (2 super nodes, tp=2)"
+snrun plan --nodelist 'n[0-7]' --nproc-per-node 2 --tp 2 | head -n 24
+echo
+echo "== snrun --wait -S 2 --nproc-per-node 2 --tp 2 contrib/examples/check_ranks.py"
+snrun --wait -S 2 --nproc-per-node 2 --tp 2 -J snrun-demo \
+  contrib/examples/check_ranks.py "an argument with spaces" '$(not run)'
+job=$(ls -t "$SNRUN_JOBS_DIR/by-id" | head -n1)
+dir=$(readlink -f "$SNRUN_JOBS_DIR/by-id/$job")
+echo
+echo "== job $job output (rank 0)"
+grep -v -E 'OMP_NUM_THREADS|^\*+$|^$' "$dir"/logs/slurm-*.out || true
+echo
+echo "== snrun status $job"
+snrun status "$job"
+echo
+echo "The cluster is still up (sinfo, squeue with: source /tmp/snrun-minicluster/env.sh)."
+echo "Stop it with: make cluster-down"
