@@ -11,9 +11,10 @@ reduce_scatter and all_to_all, 1 for broadcast. Every result is checked: inputs 
 integers that depend on rank and index, so every reduction is exact in every dtype and the
 output must equal the expected values element by element (#wrong counts those that differ).
 
-Timing: on GPUs ``graph`` captures ``iters`` operations in one CUDA graph and times a replay
-with CUDA events, so small messages are not dominated by Python's launch overhead;
-``events`` times a plain loop with CUDA events; on CPUs (gloo) ``wall`` uses the wall clock.
+Timing: on GPUs ``events`` times a loop with CUDA events while a spin kernel holds the GPU
+until the whole loop is queued, and ``graph`` captures ``iters`` operations in one CUDA graph
+and times a replay: both keep Python's launch overhead out of small-message figures. On CPUs
+(gloo) ``wall`` uses the wall clock.
 """
 
 from __future__ import annotations
@@ -74,20 +75,25 @@ def redop(collective: str) -> str:
 
 # -- buffers and verification (torch) ------------------------------------------------------
 def _contributors(n: int, dtype: str) -> int:
-    """Ranks whose values enter a reduction: (values <= 2 each) the sum stays exact."""
-    return min(n, EXACT_LIMIT[dtype] // 2)
+    """Ranks whose values enter a reduction, so that the sum stays exact (see below)."""
+    return min(n, (EXACT_LIMIT[dtype] - 4) // 2 + 1)
 
 
+# Reductions: rank 0 contributes idx % 5 (<= 4), rank r > 0 contributes (idx + r) % 3 (<= 2),
+# ranks past ``_contributors`` zero. Different periods keep the sum varying along the buffer
+# (so a misrouted chunk shows) whatever n is; power-of-two chunks are never multiples of 3 or 5.
 def _reduce_input(idx, r: int, n: int, dtype: str):
-    k = _contributors(n, dtype)
-    return (idx + r) % 3 if r < k else idx * 0
+    if r == 0:
+        return idx % 5
+    return (idx + r) % 3 if r < _contributors(n, dtype) else idx * 0
 
 
 def _reduce_sum(idx, n: int, dtype: str):
-    """sum over r < k of (idx + r) % 3, in closed form: 3 per full cycle of 3 ranks."""
-    full, rest = divmod(_contributors(n, dtype), 3)
-    total = idx * 0 + 3 * full
-    for r in range(rest):
+    """The sum of ``_reduce_input`` over all ranks, in closed form (3 per 3 ranks r > 0)."""
+    others = _contributors(n, dtype) - 1
+    full, rest = divmod(others, 3)
+    total = idx % 5 + 3 * full
+    for r in range(1, rest + 1):
         total = total + (idx + r) % 3
     return total
 
@@ -207,24 +213,62 @@ def time_op(op: Callable[[], None], *, iters: int, warmup: int, timing: str, gro
         return (time.perf_counter() - start) / iters
     begin = torch.cuda.Event(enable_timing=True)
     end = torch.cuda.Event(enable_timing=True)
+    graph = None
     if timing == "graph":
         graph = torch.cuda.CUDAGraph()
         torch.cuda.synchronize(device)
-        with torch.cuda.graph(graph):
-            for _ in range(iters):
-                op()
+        try:
+            with torch.cuda.graph(graph):
+                for _ in range(iters):
+                    op()
+        except RuntimeError as exc:  # a backend that cannot be captured: time a plain loop
+            print(f"snrun bench: CUDA graph capture failed ({exc}); timing with events",
+                  file=sys.stderr)  # fmt: skip
+            graph = None
+    if graph is not None:
         graph.replay()  # first replay uploads the graph
         _sync_group(group, device)
         begin.record()
         graph.replay()
         end.record()
     else:
+        return _time_events(op, iters, group, device)
+    end.synchronize()
+    return begin.elapsed_time(end) / 1e3 / iters
+
+
+def _time_events(op: Callable[[], None], iters: int, group, device) -> float:
+    """A loop timed by CUDA events, the GPU held back by a spin kernel meanwhile.
+
+    Python needs ~20-30 us to issue one collective, longer than a small NCCL operation, so a
+    plain loop measures the CPU. ``torch.cuda._sleep`` keeps the stream busy until the whole
+    loop is queued; the begin event fires only then and the operations run back to back, as
+    nccl-tests' C loop does. If the spin ended before the loop was queued (the begin event
+    has already fired), the spin is doubled and the timing repeated.
+    """
+    import torch
+    import torch.distributed as dist
+
+    sleep = getattr(torch.cuda, "_sleep", None)
+    cycles = iters * 150_000  # ~75 us of GPU clock per queued operation at ~2 GHz
+    for _ in range(4):
+        begin = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
         _sync_group(group, device)
+        if sleep is not None:
+            sleep(cycles)
         begin.record()
         for _ in range(iters):
             op()
         end.record()
-    end.synchronize()
+        queued_in_time = sleep is not None and not begin.query()
+        end.synchronize()
+        # every rank must take the same decision, or the next timing's collectives mismatch
+        flag = torch.tensor([0 if queued_in_time else 1], device=device)
+        dist.all_reduce(flag, group=group)
+        if sleep is None or int(flag.item()) == 0:
+            break
+        cycles *= 4
     return begin.elapsed_time(end) / 1e3 / iters
 
 
@@ -258,8 +302,9 @@ def _versions(backend: str) -> Versions:
     try:
         with open("/proc/driver/nvidia/version", encoding="utf-8") as fh:
             words = fh.readline().split()
-        if "Module" in words:
-            driver = words[words.index("Module") + 1]
+        # "... Kernel Module  580.159.04 ..." or "... Open Kernel Module for x86_64  580.159.04"
+        after = words[words.index("Module") + 1 :] if "Module" in words else []
+        driver = next((w for w in after if w[:1].isdigit() and "." in w), "")
     except OSError:
         pass
     if torch.version.cuda:
@@ -340,9 +385,9 @@ def resolve_backend(backend: str) -> str:
 
 def resolve_timing(timing: str, backend: str) -> str:
     if timing == "auto":
-        return "graph" if backend == "nccl" else "wall"
+        return "events" if backend == "nccl" else "wall"
     if timing in ("graph", "events") and backend != "nccl":
-        raise InputError(f"--timing {timing} needs GPUs (nccl)", where="--timing", hint="wall")
+        raise InputError(f"{timing} timing needs GPUs (nccl)", where="--timing", hint="wall")
     return timing
 
 
