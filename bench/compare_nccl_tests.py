@@ -21,6 +21,13 @@ NCCL_TESTS = {
 }
 
 
+def _size(size: int) -> str:
+    for unit, shift in (("G", 30), ("M", 20), ("K", 10)):
+        if size >= 1 << shift:
+            return f"{size >> shift}{unit}"
+    return str(size)
+
+
 def goal(size: int) -> tuple[str, float]:
     if size >= 64 << 20:
         return "busbw", 0.98
@@ -40,7 +47,8 @@ def main(paths: list[str]) -> int:
             if r["collective"] == "all_reduce" and r["dtype"] == "bfloat16"
         }
         print(f"# {path}: timing {run['timing']}, {run['versions']['comm']}")
-        print(f"{'size':>6} {'time_us':>9} {'ref_us':>8} {'busbw':>8} {'ref':>7} {'ratio':>6}  goal")
+        head = ("size", "time_us", "ref_us", "busbw", "ref_bw", "ratio")
+        print("{:>6} {:>9} {:>8} {:>8} {:>7} {:>6}  goal".format(*head))
         for size, (ref_us, ref_bw) in NCCL_TESTS.items():
             if size not in rows:
                 continue
@@ -53,7 +61,7 @@ def main(paths: list[str]) -> int:
             missed += not ok
             label = f"{kind} {'>=' if kind == 'busbw' else '<='} {target}x"
             print(
-                f"{size >> 10:>5}K {r['time_us']:>9.2f} {ref_us:>8.1f} {r['busbw']:>8.2f} "
+                f"{_size(size):>6} {r['time_us']:>9.2f} {ref_us:>8.1f} {r['busbw']:>8.2f} "
                 f"{ref_bw:>7.2f} {ratio:>6.3f}  {label}: {'met' if ok else 'MISSED'}"
             )
     return 1 if missed else 0

@@ -172,7 +172,7 @@ def format_reports(reports: Sequence[RunReport], *, all_sizes: bool = False) -> 
             f"run {run.run_id[:12]}  {when}  job {run.job_id or '-'}",
             f"# baseline: median busbw of the last {th.baseline_runs} good runs; "
             f"regression below -{th.regression_pct:g}% at sizes >= {format_size(th.min_bytes)}",
-            f"#{'scope':>9} {'collective':>14} {'dtype':>8} {'size':>6} {'busbw':>8} "
+            f"#{'scope':>9} {'collective':>14} {'dtype':>9} {'size':>6} {'busbw':>8} "
             f"{'baseline':>8} {'change':>7} {'lat_us':>9} {'wrong':>5}  status",
         ]
         for c in rep.comparisons:
@@ -180,7 +180,7 @@ def format_reports(reports: Sequence[RunReport], *, all_sizes: bool = False) -> 
                 continue
             change = "-" if c.change_pct is None else f"{c.change_pct:+.1f}%"
             lines.append(
-                f"{c.scope:>10} {c.collective:>14} {c.dtype:>8} {format_size(c.size):>6} "
+                f"{c.scope:>10} {c.collective:>14} {c.dtype:>9} {format_size(c.size):>6} "
                 f"{c.busbw:>8.2f} {_fmt(c.baseline_busbw, '8.2f'):>8} {change:>7} "
                 f"{c.latency_us:>9.1f} {c.wrong:>5}  {c.status.upper() if c.failed else c.status}"
             )
