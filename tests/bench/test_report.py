@@ -167,3 +167,22 @@ def test_empty_and_missing_databases(tmp_path, capsys):
     assert "no bench runs" in capsys.readouterr().out
     assert _report(tmp_path / "none.sqlite") == 2
     assert "none.sqlite: no results database here" in capsys.readouterr().err
+
+
+def test_report_path_does_not_import_torch(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    db, page = tmp_path / "b.sqlite", tmp_path / "x.html"
+    _history(db, [1.0])
+    code = (
+        "import sys; from slurm_supernode.cli.main import main;"
+        f"rc = main(['bench', 'report', '--db', {str(db)!r}, '--html', {str(page)!r}]);"
+        "assert 'torch' not in sys.modules, 'torch imported'; sys.exit(rc)"
+    )
+    root = str(Path(__file__).resolve().parents[2])
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=tmp_path, env={"PYTHONPATH": root})  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert page.exists()
