@@ -1,0 +1,120 @@
+"""Which ranks measure together in each scope: pure functions, testable without torch.
+
+Every rank learns its host, node and super node from the environment (``rank_identity``);
+rank 0's view of all identities then gives the groups of each scope (``scope_groups``):
+
+- ``node``: the ranks of one node;
+- ``supernode``: the ranks of one super node (fast domain: NVLink, HCCS);
+- ``inter``: the i-th rank of every super node together (like nccl-tests'
+  ``NCCL_TESTS_SPLIT="MOD n"``): only links *between* super nodes are crossed, and all groups
+  run at once so every rail is loaded;
+- ``world``: everybody.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from slurm_supernode.errors import InputError
+
+
+@dataclass(frozen=True, slots=True)
+class RankIdentity:
+    """Where one rank runs. ``supernode`` is None when nothing tells it."""
+
+    rank: int
+    host: str
+    node: str
+    supernode: str | None
+
+
+def supernode_from_topology_addr(addr: str | None, pattern: str | None = None) -> str | None:
+    """The switch (tree) or block just above the node in ``SLURM_TOPOLOGY_ADDR``.
+
+    Slurm sets e.g. ``SLURM_TOPOLOGY_ADDR=spine.sn0.node01`` with the pattern
+    ``switch.switch.node``; the site's exporters put one leaf switch (or block) per super node,
+    so the component before the node names the super node.
+    """
+    if not addr:
+        return None
+    parts = addr.split(".")
+    kinds = pattern.split(".") if pattern else []
+    if kinds and (len(kinds) != len(parts) or kinds[-1] != "node"):
+        return None  # a pattern that does not end at the node: not ours to guess
+    return (parts[-2] or None) if len(parts) > 1 else None
+
+
+def rank_identity(
+    env: Mapping[str, str], *, supernode_size: int | None = None, host: str | None = None
+) -> RankIdentity:
+    """This rank's identity from torchrun/Slurm/agent variables (first source that says wins).
+
+    Super node: ``SNRUN_SUPERNODE`` (set by the snrun agent), then ``SLURM_TOPOLOGY_ADDR``,
+    then ``supernode_size`` ranks per super node counted from rank 0. Node: torchrun's
+    ``GROUP_RANK`` (node rank), else ``SLURM_NODEID``, else the host name.
+    """
+    try:
+        rank = int(env.get("RANK", "0"))
+    except ValueError:
+        raise InputError(f"RANK={env.get('RANK')!r} is not a number", where="RANK") from None
+    host = host or env.get("SNRUN_HOSTNAME") or socket.gethostname()
+    node = env.get("GROUP_RANK") or env.get("SLURM_NODEID")
+    node = f"node{node}" if node is not None and node != "" else host
+    supernode = env.get("SNRUN_SUPERNODE") or supernode_from_topology_addr(
+        env.get("SLURM_TOPOLOGY_ADDR"), env.get("SLURM_TOPOLOGY_ADDR_PATTERN")
+    )
+    if not supernode and supernode_size:
+        if supernode_size <= 0:
+            raise InputError(f"{supernode_size} must be > 0", where="--supernode-size")
+        supernode = f"sn{rank // supernode_size}"
+    return RankIdentity(rank=rank, host=host, node=node, supernode=supernode or None)
+
+
+def _by_key(ids: Sequence[RankIdentity], key) -> list[tuple[int, ...]]:
+    groups: dict[str, list[int]] = {}
+    for ident in sorted(ids, key=lambda i: i.rank):
+        groups.setdefault(key(ident), []).append(ident.rank)
+    return [tuple(g) for g in groups.values()]
+
+
+def scope_groups(ids: Sequence[RankIdentity], scope: str) -> tuple[tuple[int, ...], ...]:
+    """Disjoint rank groups of a scope, each sorted, in order of their lowest rank.
+
+    Groups of one rank measure nothing and are left out, so an empty result means the
+    scope does not apply (one node, one super node, or super nodes unknown).
+    """
+    if scope == "world":
+        groups = [tuple(sorted(i.rank for i in ids))]
+    elif scope == "node":
+        groups = _by_key(ids, lambda i: i.node)
+    elif scope in ("supernode", "inter"):
+        if any(i.supernode is None for i in ids):
+            return ()
+        domains = _by_key(ids, lambda i: i.supernode)
+        if scope == "supernode":
+            groups = domains
+        else:
+            width = max(len(d) for d in domains)
+            groups = [tuple(d[j] for d in domains if j < len(d)) for j in range(width)]
+            groups = [tuple(sorted(g)) for g in groups]
+    else:
+        raise InputError(f"unknown scope {scope!r}", where="--scopes")
+    return tuple(sorted((g for g in groups if len(g) > 1), key=lambda g: g[0]))
+
+
+def group_of(groups: Sequence[Sequence[int]], rank: int) -> int | None:
+    """Index of the group holding ``rank``, or None when the rank sits this scope out."""
+    for index, group in enumerate(groups):
+        if rank in group:
+            return index
+    return None
+
+
+def describe_placement(ids: Sequence[RankIdentity]) -> tuple[str, int, tuple[str, ...]]:
+    """(super nodes joined by commas, number of nodes, hosts) for the stored run."""
+    supernodes = sorted({i.supernode for i in ids if i.supernode})
+    nodes = len({i.node for i in ids})
+    hosts = tuple(sorted({i.host for i in ids}))
+    return ",".join(supernodes), nodes, hosts

@@ -1,0 +1,183 @@
+"""`snrun bench`: collective bandwidth benchmarks (argument parsing only).
+
+- ``snrun bench run``: inside a job or under torchrun, one process per device; rank 0 prints
+  the nccl-tests-like table and stores the run (``--json``, ``--db``).
+- ``snrun bench report``: the latest runs against a rolling baseline; exit 3 on a regression.
+
+``submit`` and ``schedule`` (a bench job on whole super nodes, a nightly scron entry) come
+later and plug in as further actions here. Torch is imported only by ``run``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from slurm_supernode.bench.model import BACKENDS, TIMINGS
+from slurm_supernode.errors import InputError
+
+ACTIONS = ("run", "report")
+
+
+def default_db(env=os.environ) -> str:
+    """``$SNRUN_BENCH_DB``, else the site default path (``~/.snrun/bench.sqlite``)."""
+    from slurm_supernode.site.model import PathSettings
+
+    return env.get("SNRUN_BENCH_DB") or PathSettings().results_db
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{value} must be > 0")
+    return value
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+
+    run = sub.add_parser("run", help="measure collectives (under torchrun / in a job)")
+    run.add_argument("--collectives", default="all", help="comma list or 'all' (default)")
+    run.add_argument(
+        "--scopes",
+        default="all",
+        help="node, supernode, inter (one rank per super node), world; comma list or 'all'",
+    )
+    run.add_argument("--sizes", help="e.g. 1K-1G (x --factor), 1K,1M,1G; default 1K-1G")
+    run.add_argument("--min-bytes", help="start of the sweep (with --max-bytes)")
+    run.add_argument("--max-bytes", help="end of the sweep")
+    run.add_argument("--factor", type=float, default=2.0, help="sweep step factor (default 2)")
+    run.add_argument("--dtype", default="float32", help="float32, bfloat16, float16; comma list")
+    run.add_argument("--iters", type=_positive_int, default=20, help="timed operations (20)")
+    run.add_argument("--warmup", type=int, default=5, help="untimed operations first (5)")
+    run.add_argument("--backend", choices=BACKENDS, default="auto", help="auto: nccl on GPUs")
+    run.add_argument(
+        "--timing", choices=TIMINGS, default="auto", help="auto: graph on GPUs, wall on CPUs"
+    )
+    run.add_argument("--no-check", action="store_true", help="skip the result verification")
+    run.add_argument(
+        "--supernode-size",
+        type=_positive_int,
+        help="ranks per super node when neither SNRUN_SUPERNODE nor SLURM_TOPOLOGY_ADDR says",
+    )
+    run.add_argument("--site", default=None, help="site name stored with the run ($SNRUN_SITE)")
+    run.add_argument("--job-id", default=None, help="job id stored with the run ($SLURM_JOB_ID)")
+    run.add_argument("--json", metavar="OUT", help="write the run as JSON (rank 0)")
+    run.add_argument("--db", metavar="PATH", help="append the run to this results database")
+    run.add_argument("--quiet", action="store_true", help="no table on stdout")
+
+    rep = sub.add_parser("report", help="latest runs against the rolling baseline")
+    rep.add_argument("--db", metavar="PATH", help="results database (default $SNRUN_BENCH_DB)")
+    rep.add_argument("--site", help="only this site")
+    rep.add_argument("--site-config", metavar="YAML", help="take thresholds from this site file")
+    rep.add_argument("--baseline-runs", type=_positive_int, help="median of the last N good runs")
+    rep.add_argument("--threshold", type=float, metavar="PCT", help="regression below -PCT %%")
+    rep.add_argument(
+        "--min-bytes",
+        default="1M",
+        help="flag regressions only at sizes >= this (default 1M: small sizes are noisy)",
+    )
+    rep.add_argument("--html", metavar="OUT", help="write an HTML page with plots")
+    rep.add_argument("--prom", metavar="OUT", help="write a Prometheus textfile")
+    rep.add_argument("--json", metavar="OUT", help="write the comparisons as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.action == "run":
+        return _run(args)
+    if args.action == "report":
+        return _report(args)
+    raise InputError(f"unknown action {args.action!r}", hint=", ".join(ACTIONS))
+
+
+def config_from_args(args: argparse.Namespace, env=os.environ):
+    """The ``BenchConfig`` of ``snrun bench run``'s options (pure; used by tests)."""
+    from slurm_supernode.bench.model import BenchConfig
+    from slurm_supernode.bench.sweep import (
+        parse_collectives,
+        parse_dtypes,
+        parse_scopes,
+        parse_size,
+        parse_sizes,
+        size_sweep,
+    )
+
+    if args.sizes and (args.min_bytes or args.max_bytes):
+        raise InputError("give --sizes or --min-bytes/--max-bytes, not both", where="--sizes")
+    if args.min_bytes or args.max_bytes:
+        low = parse_size(args.min_bytes or "1K", where="--min-bytes")
+        high = parse_size(args.max_bytes or "1G", where="--max-bytes")
+        sizes = size_sweep(low, high, args.factor, where="--min-bytes")
+    else:
+        sizes = parse_sizes(args.sizes or "1K-1G", args.factor)
+    if args.warmup < 0:
+        raise InputError(f"{args.warmup} must be >= 0", where="--warmup")
+    return BenchConfig(
+        sizes=sizes,
+        collectives=parse_collectives(args.collectives),
+        scopes=parse_scopes(args.scopes),
+        dtypes=parse_dtypes(args.dtype),
+        iters=args.iters,
+        warmup=args.warmup,
+        backend=args.backend,
+        timing=args.timing,
+        check=not args.no_check,
+        supernode_size=args.supernode_size,
+        site=args.site if args.site is not None else env.get("SNRUN_SITE", ""),
+        job_id=args.job_id if args.job_id is not None else env.get("SLURM_JOB_ID", ""),
+    )
+
+
+def write_text_atomic(path: str | Path, text: str) -> None:
+    """Write to a temp file beside ``path``, then rename: readers never see half a file."""
+    import tempfile
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _run(args: argparse.Namespace) -> int:
+    config = config_from_args(args)
+    from slurm_supernode.bench.collectives import run_benchmark
+
+    result = run_benchmark(config)
+    if result is None:  # not rank 0
+        return 0
+    if not args.quiet:
+        from slurm_supernode.bench.table import format_run
+
+        sys.stdout.write(format_run(result))
+        sys.stdout.flush()
+    if args.json:
+        write_text_atomic(args.json, json.dumps(result.to_dict(), indent=1) + "\n")
+    if args.db:
+        from slurm_supernode.bench.store import open_store
+
+        with open_store(args.db) as store:
+            store.add_run(result)
+    wrong = sum(r.wrong for r in result.results)
+    if wrong:
+        print(f"snrun: error: {wrong} wrong element(s) in the results", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from slurm_supernode.bench.report import main_report
+
+    return main_report(args, db=args.db or default_db())

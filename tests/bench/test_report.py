@@ -1,0 +1,188 @@
+"""The regression report: baseline, thresholds, exit codes, HTML and Prometheus outputs."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import xml.etree.ElementTree as ET
+from html.parser import HTMLParser
+
+import pytest
+
+from slurm_supernode.bench.report import (
+    REGRESSION_EXIT,
+    Thresholds,
+    build_reports,
+    thresholds_from,
+)
+from slurm_supernode.bench.store import open_store
+from slurm_supernode.cli.main import main
+from slurm_supernode.site.model import BenchSettings
+from tests.bench.helpers import make_run
+
+DAY = 86400.0
+
+
+def _history(db, scales, **kw):
+    with open_store(db) as store:
+        for i, scale in enumerate(scales):
+            wrong = 0
+            if isinstance(scale, tuple):
+                scale, wrong = scale
+            store.add_run(make_run(1e9 + i * DAY, scale=scale, wrong=wrong, **kw))
+
+
+def _report(db, *extra):
+    return main(["bench", "report", "--db", str(db), *extra])
+
+
+def test_injected_regression_fails_with_exit_3(tmp_path, capsys):
+    db = tmp_path / "b.sqlite"
+    _history(db, [1.0, 1.02, 0.98, 1.0, 0.99, 1.01, 1.0, 0.8])
+    assert _report(db) == REGRESSION_EXIT == 3
+    out = capsys.readouterr().out
+    assert "REGRESSION" in out and "FAILED (4 regression)" in out  # 2 collectives x 2 sizes
+    assert "-20.0%" in out
+    with open_store(db) as store:
+        (rep,) = build_reports(store)
+    by_size = {(c.collective, c.size): c.status for c in rep.comparisons}
+    assert by_size[("all_reduce", 1 << 10)] == "ok"  # small sizes never fail (noise)
+    assert by_size[("all_reduce", 64 << 20)] == "regression"
+
+
+def test_within_threshold_passes_and_threshold_option_tightens(tmp_path, capsys):
+    db = tmp_path / "b.sqlite"
+    _history(db, [1.0, 1.0, 1.0, 0.95])
+    assert _report(db) == 0
+    assert "OK" in capsys.readouterr().out
+    assert _report(db, "--threshold", "3") == REGRESSION_EXIT
+    assert _report(db, "--threshold", "3", "--min-bytes", "1G") == 0
+
+
+def test_baseline_is_median_of_last_n_good_runs(tmp_path):
+    db = tmp_path / "b.sqlite"
+    # old fast runs age out; a run with wrong results never enters the baseline
+    _history(db, [2.0, 2.0, 2.0, 1.0, (5.0, 1), 1.2, 0.9, 1.0])
+    with open_store(db) as store:
+        (rep,) = build_reports(store, thresholds=Thresholds(baseline_runs=3))
+        first = make_run(0)
+    c = next(c for c in rep.comparisons if c.collective == "all_gather" and c.size == 64 << 20)
+    expected = sorted([1.0, 1.2, 0.9])[1] * next(
+        r.busbw for r in first.results if r.collective == "all_gather" and r.size == 64 << 20
+    )
+    assert c.baseline_busbw == pytest.approx(expected)
+    assert c.baseline_count == 3 and c.status == "ok"
+
+
+def test_wrong_results_fail_and_first_run_is_new(tmp_path, capsys):
+    db = tmp_path / "b.sqlite"
+    _history(db, [(1.0, 2)])
+    assert _report(db) == REGRESSION_EXIT
+    assert "WRONG" in capsys.readouterr().out
+    db2 = tmp_path / "c.sqlite"
+    _history(db2, [1.0])
+    with open_store(db2) as store:
+        (rep,) = build_reports(store)
+    assert {c.status for c in rep.comparisons} == {"new"}
+    assert _report(db2) == 0
+
+
+def test_groups_and_site_filter(tmp_path, capsys):
+    db = tmp_path / "b.sqlite"
+    _history(db, [1.0, 1.0, 0.5], site="east")
+    _history(db, [1.0, 1.0, 1.0], site="west", supernode="sn7", nodes=1)
+    with open_store(db) as store:
+        reports = build_reports(store)
+    assert [(r.run.site, bool(r.failures)) for r in reports] == [("east", True), ("west", False)]
+    assert _report(db, "--site", "west") == 0
+    assert _report(db, "--site", "east") == REGRESSION_EXIT
+
+
+def test_site_settings_give_thresholds_and_floors(tmp_path):
+    args = argparse.Namespace(threshold=None, baseline_runs=None, min_bytes="1M")
+    th = thresholds_from(args, BenchSettings(regression_pct=4.0, baseline_runs=2,
+                                             min_busbw_gbps=(("world", 99.0),)))  # fmt: skip
+    assert (th.regression_pct, th.baseline_runs, th.floors) == (4.0, 2, (("world", 99.0),))
+    args.threshold = 20.0
+    assert thresholds_from(args, BenchSettings(regression_pct=4.0)).regression_pct == 20.0
+    db = tmp_path / "b.sqlite"
+    _history(db, [1.0, 1.0])
+    with open_store(db) as store:
+        (rep,) = build_reports(store, thresholds=th)
+    # the floor applies at the largest size only (98.5 GB/s < 99 there)
+    assert {(c.size, c.status) for c in rep.comparisons if c.collective == "all_reduce"} == {
+        (1 << 10, "ok"), (1 << 20, "ok"), (64 << 20, "below_floor"),
+    }  # fmt: skip
+
+
+class _Collect(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.tags: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+
+
+PROM_LINE = re.compile(
+    r'^[a-zA-Z_:][a-zA-Z0-9_:]*\{([a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\.)*",?)*\} '
+    r"[-+]?[0-9.]+(e[-+]?[0-9]+)?$"
+)
+
+
+def test_html_and_prom_outputs_are_written_and_parse(tmp_path):
+    db = tmp_path / "b.sqlite"
+    _history(db, [1.0, 1.0, 1.0, 0.7], site='we"ird\\site')
+    html_out, prom_out = tmp_path / "out" / "r.html", tmp_path / "out" / "r.prom"
+    code = _report(db, "--html", str(html_out), "--prom", str(prom_out), "--json",
+                   str(tmp_path / "r.json"))  # fmt: skip
+    assert code == REGRESSION_EXIT
+    assert sorted(p.name for p in html_out.parent.iterdir()) == ["r.html", "r.prom"]
+
+    page = html_out.read_text()
+    parser = _Collect()
+    parser.feed(page)
+    assert parser.tags.count("svg") == 2 and "table" in parser.tags  # size + history plots
+    for svg in re.findall(r"<svg.*?</svg>", page, flags=re.S):
+        root = ET.fromstring(svg)  # well-formed XML
+        assert root.findall("{http://www.w3.org/2000/svg}polyline")
+    assert "regression" in page
+
+    lines = prom_out.read_text().splitlines()
+    samples = [ln for ln in lines if not ln.startswith("#")]
+    assert samples and all(PROM_LINE.match(ln) for ln in samples), samples[:3]
+    assert all(ln.startswith(("# HELP ", "# TYPE ")) for ln in lines if ln.startswith("#"))
+    busbw = [ln for ln in samples if ln.startswith("snrun_bench_busbw_gbps{")]
+    assert len(busbw) == 6
+    assert 'site="we\\"ird\\\\site"' in busbw[0] and 'scope="world"' in busbw[0]
+    assert any('collective="all_reduce",dtype="bfloat16",size="1024"}' in ln for ln in busbw)
+    failing = [ln for ln in samples if ln.startswith("snrun_bench_regression{")]
+    assert sum(ln.endswith(" 1") for ln in failing) == 4
+
+
+def test_empty_and_missing_databases(tmp_path, capsys):
+    db = tmp_path / "b.sqlite"
+    open_store(db).close()
+    assert _report(db) == 0
+    assert "no bench runs" in capsys.readouterr().out
+    assert _report(tmp_path / "none.sqlite") == 2
+    assert "none.sqlite: no results database here" in capsys.readouterr().err
+
+
+def test_report_path_does_not_import_torch(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    db, page = tmp_path / "b.sqlite", tmp_path / "x.html"
+    _history(db, [1.0])
+    code = (
+        "import sys; from slurm_supernode.cli.main import main;"
+        f"rc = main(['bench', 'report', '--db', {str(db)!r}, '--html', {str(page)!r}]);"
+        "assert 'torch' not in sys.modules, 'torch imported'; sys.exit(rc)"
+    )
+    root = str(Path(__file__).resolve().parents[2])
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=tmp_path, env={"PYTHONPATH": root})  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert page.exists()
