@@ -9,7 +9,6 @@ arguments it received, so tests can check them and the demo can print them.
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import sys
