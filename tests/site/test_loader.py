@@ -186,3 +186,11 @@ def test_unknown_site_lists_names(monkeypatch, tmp_path):
     assert "unknown site 'nvl27'" in text and "did you mean 'nvl72'" in text and "local" in text
     with pytest.raises(InputError, match="no site given"):
         find_site(None)
+
+
+def test_documented_example_is_valid():
+    doc = (ROOT / "docs" / "site-config.md").read_text()
+    example = doc.split("```yaml\n", 1)[1].split("```", 1)[0]
+    site = parse_ok(example)
+    assert site.supernode("nvl72-02").nodes[9].rack == "r02b"
+    assert site.node("gb001").spec.memory_mb == 1700000
