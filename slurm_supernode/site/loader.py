@@ -673,15 +673,25 @@ class _Builder:
             r["layer"] = self._spec_layer(m["node_defaults"][1], f"{what}.node_defaults", 1)
         r["device_ips"] = _IpSource.parse(self, m.get("device_ips"), f"{what}.device_ips", True)
         r["host_ip"] = _IpSource.parse(self, m.get("host_ip"), f"{what}.host_ip", False)
+        own = {h for h, *_ in r["hosts"]}
+        for src in (r["device_ips"], r["host_ip"]):
+            if src and src.explicit:
+                self._known(list(src.explicit), own, src.node, f"super node {r['name']!r}")
         return r
 
-    def _known(self, hosts: list[str], all_hosts: set[str], node: yaml.Node | None) -> list[str]:
+    def _known(
+        self,
+        hosts: list[str],
+        all_hosts: set[str],
+        node: yaml.Node | None,
+        scope: str = "any super node",
+    ) -> list[str]:
         unknown = [h for h in hosts if h not in all_hosts]
         if unknown:
             close = difflib.get_close_matches(unknown[0], sorted(all_hosts)[:5000], n=1)
             hint = f"did you mean {close[0]!r}?" if close else "list only hosts of the super nodes"
             more = f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""
-            self.err(node, f"host {unknown[0]!r}{more} is not in any super node", hint)
+            self.err(node, f"host {unknown[0]!r}{more} is not in {scope}", hint)
         return [h for h in hosts if h in all_hosts]
 
     def _merge_spec(self, layers: list[dict[str, _Val]], sn_loc: Loc, sn_name: str) -> NodeSpec:

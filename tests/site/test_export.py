@@ -168,3 +168,23 @@ def test_write_atomic(tmp_path):
     write_atomic(target, "new\n")
     assert target.read_text() == "new\n"
     assert [p.name for p in tmp_path.iterdir()] == ["out.conf"]  # no temp file left
+
+
+def test_show_plain_and_rich():
+    import io
+
+    from slurm_supernode.site.show import print_site, render_text
+
+    site = bundled("nvl72")
+    plain = render_text(site)
+    assert "nvl72-02: 18 nodes, 72 devices, feature nvl72-02" in plain
+    assert "nodes gb[019-036] (spec A)" in plain
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    out = Tty()
+    print_site(site, out)
+    assert "gb[019-036]" in out.getvalue()  # hostlist brackets are not eaten as markup
+    assert "900" in out.getvalue()

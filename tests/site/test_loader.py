@@ -194,3 +194,14 @@ def test_documented_example_is_valid():
     site = parse_ok(example)
     assert site.supernode("nvl72-02").nodes[9].rack == "r02b"
     assert site.node("gb001").spec.memory_mb == 1700000
+
+
+def test_super_node_ips_must_name_its_own_hosts():
+    _, problems = parse_site(
+        "name: t\nvendor: ascend\nnode_defaults: {devices: 1}\n" + LINKS + "supernodes:\n"
+        "  - {name: a, nodes: x0, device_ips: {nodes: {x1: [10.0.0.1]}}}\n"
+        "  - {name: b, nodes: x1}\n",
+        "t.yaml",
+    )
+    assert [(p.line, p.col) for p in problems] == [(10, 38)]
+    assert "host 'x1' is not in super node 'a'" in problems[0].message
