@@ -172,19 +172,49 @@ def gres_conf(site: Site) -> str:
 
 
 def site_json(site: Site) -> str:
-    """The whole model as JSON (node specs inline), for other tools."""
+    """The whole model as JSON; node specs are listed once and nodes refer to them by index."""
+    spec_index: dict[int, int] = {}
+    specs: list[dict] = []
+    for node in site.nodes:
+        if id(node.spec) not in spec_index:
+            spec_index[id(node.spec)] = len(specs)
+            specs.append(asdict(node.spec))
+
+    def node_dict(n: Node) -> dict:
+        d = {
+            "hostname": n.hostname,
+            "index": n.index,
+            "spec": spec_index[id(n.spec)],
+            "rack": n.rack,
+            "slot": n.slot,
+        }
+        if n.device_ips:
+            d["device_ips"] = list(n.device_ips)
+        if n.host_ip:
+            d["host_ip"] = n.host_ip
+        return d
+
     data = {
         "name": site.name,
         "vendor": site.vendor,
         "source": site.source,
-        "supernodes": [asdict(sn) for sn in site.supernodes],
+        "node_specs": specs,
+        "supernodes": [
+            {
+                "name": sn.name,
+                "feature": sn.feature,
+                "super_pod_id": sn.super_pod_id,
+                "nodes": [node_dict(n) for n in sn.nodes],
+            }
+            for sn in site.supernodes
+        ],
         "links": {k: asdict(v) for k, v in site.links.items()},
         "slurm": asdict(site.slurm),
         "env_profiles": {k: dict(v.vars) for k, v in site.env_profiles.items()},
         "bench": asdict(site.bench),
         "paths": asdict(site.paths),
     }
-    return json.dumps(data, indent=1, sort_keys=False) + "\n"
+    return json.dumps(data, indent=1) + "\n"
 
 
 EXPORTERS: dict[str, Callable[[Site], str]] = {

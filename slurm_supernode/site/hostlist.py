@@ -16,7 +16,7 @@ from ClusterShell.NodeSet import RESOLVER_NOGROUP, NodeSet, NodeSetException
 from ClusterShell.RangeSet import RangeSet, RangeSetException
 
 # Refuse expressions that would expand to absurd sizes (typos like n[0-99999999]).
-MAX_HOSTS = 2_000_000
+MAX_HOSTS = 1_000_000
 # ClusterShell set operators and group syntax: not Slurm hostlist syntax.
 _FORBIDDEN = set("@!&^ \t\n\r;:/\\\"'")
 
@@ -82,6 +82,11 @@ def _expand_piece(piece: str) -> list[str]:
     groups = [s if isinstance(s, list) else [None] for s in segs]
     hosts: list[str] = []
     for combo in itertools.product(*groups):
+        size = 1
+        for r in combo:
+            size *= _range_size(r) if r is not None else 1
+        if len(hosts) + size > MAX_HOSTS:
+            raise HostlistError(f"'{piece}' expands to more than {MAX_HOSTS} hosts")
         text = "".join(
             seg if isinstance(seg, str) else f"[{r}]" for seg, r in zip(segs, combo, strict=True)
         )
@@ -102,6 +107,8 @@ def _expand_1d(piece: str, segs: list[str | list[str]]) -> list[str]:
     suffix = "".join(segs[k + 1 :])  # type: ignore[arg-type]
     hosts: list[str] = []
     for r in segs[k]:
+        if _range_size(r) > MAX_HOSTS:  # before RangeSet, which would build the whole set
+            raise HostlistError(f"'{piece}' expands to more than {MAX_HOSTS} hosts")
         try:
             rs = RangeSet(r)
         except (RangeSetException, ValueError, IndexError) as exc:
@@ -110,6 +117,16 @@ def _expand_1d(piece: str, segs: list[str | list[str]]) -> list[str]:
             raise HostlistError(f"'{piece}' expands to more than {MAX_HOSTS} hosts")
         hosts.extend(f"{prefix}{i}{suffix}" for i in rs)
     return hosts
+
+
+def _range_size(r: str) -> int:
+    """Size of 'a-b' (or 1 for 'a'); 0 when it does not parse (RangeSet reports that)."""
+    lo, _, hi = r.partition("-")
+    if not hi:
+        return 1
+    if lo.isdigit() and hi.isdigit():
+        return int(hi) - int(lo) + 1
+    return 0
 
 
 def expand(expr: str) -> list[str]:

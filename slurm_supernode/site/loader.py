@@ -181,6 +181,9 @@ def parse_site(text: str, file: str = "<string>") -> tuple[Site | None, list[Pro
         mark = exc.problem_mark or exc.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
         what = " ".join(x for x in (exc.context, exc.problem) if x)
+        ctx = exc.context_mark
+        if ctx is not None and mark is not None and ctx.line != mark.line:
+            what += f" (it started at {ctx.line + 1}:{ctx.column + 1})"
         return None, [
             Problem(file, line, col, f"YAML syntax error: {what}", "check indentation and quoting")
         ]
@@ -223,6 +226,7 @@ class _Builder:
         self.problems: list[Problem] = []
         self.src = SourceMap(file)
         self._cons = yaml.constructor.SafeConstructor()
+        self._spec_broken = False
 
     # -- primitives --------------------------------------------------------------------
     @staticmethod
@@ -456,11 +460,10 @@ class _Builder:
     def _spec_layer(
         self, node: yaml.Node, what: str, rank: int, extra: tuple[str, ...] = ()
     ) -> dict[str, _Val]:
+        before = len(self.problems)
         m = self.mapping(node, what, SPEC_KEYS + extra, extra)
         layer: dict[str, _Val] = {}
-        if not m:
-            return layer
-        for key, (_, vnode) in m.items():
+        for key, (_, vnode) in (m or {}).items():
             if key in extra:
                 continue
             label = f"{what}.{key}"
@@ -475,6 +478,8 @@ class _Builder:
                 value = self._nics(vnode, label)
             if value is not None:
                 layer[key] = _Val(value, self.loc(vnode), rank)
+        if len(self.problems) > before:
+            self._spec_broken = True
         return layer
 
     def _device_groups(self, node: yaml.Node, what: str) -> tuple[tuple[int, ...], ...] | None:
@@ -624,7 +629,11 @@ class _Builder:
             if name is not None:
                 r["name"] = name
                 what = f"super node {name!r}"
+            else:
+                self.src.sn_unnamed.add(i)
             r["name_loc"] = self.loc(m["name"][1])
+        else:
+            self.src.sn_unnamed.add(i)
         self.src.sn_name[i] = r["name_loc"]
         if "nodes" in m and "racks" in m:
             self.err(m["racks"][0], f"{what} has both nodes and racks", "use one of them")
@@ -664,15 +673,25 @@ class _Builder:
             r["layer"] = self._spec_layer(m["node_defaults"][1], f"{what}.node_defaults", 1)
         r["device_ips"] = _IpSource.parse(self, m.get("device_ips"), f"{what}.device_ips", True)
         r["host_ip"] = _IpSource.parse(self, m.get("host_ip"), f"{what}.host_ip", False)
+        own = {h for h, *_ in r["hosts"]}
+        for src in (r["device_ips"], r["host_ip"]):
+            if src and src.explicit:
+                self._known(list(src.explicit), own, src.node, f"super node {r['name']!r}")
         return r
 
-    def _known(self, hosts: list[str], all_hosts: set[str], node: yaml.Node | None) -> list[str]:
+    def _known(
+        self,
+        hosts: list[str],
+        all_hosts: set[str],
+        node: yaml.Node | None,
+        scope: str = "any super node",
+    ) -> list[str]:
         unknown = [h for h in hosts if h not in all_hosts]
         if unknown:
             close = difflib.get_close_matches(unknown[0], sorted(all_hosts)[:5000], n=1)
             hint = f"did you mean {close[0]!r}?" if close else "list only hosts of the super nodes"
             more = f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""
-            self.err(node, f"host {unknown[0]!r}{more} is not in any super node", hint)
+            self.err(node, f"host {unknown[0]!r}{more} is not in {scope}", hint)
         return [h for h in hosts if h in all_hosts]
 
     def _merge_spec(self, layers: list[dict[str, _Val]], sn_loc: Loc, sn_name: str) -> NodeSpec:
@@ -680,6 +699,8 @@ class _Builder:
         for layer in layers:
             merged.update(layer)
         if "devices" not in merged:
+            if self._spec_broken:  # a bad node_defaults key was reported: no cascade
+                return NodeSpec(devices=0, device_groups=())
             self.err(
                 sn_loc,
                 f"devices per node is not set for super node {sn_name!r}",

@@ -124,20 +124,21 @@ def print_site(site: Site, stream: TextIO | None = None) -> None:
         stream.write(render_text(site))
         return
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
     from rich.tree import Tree
 
     console = Console(file=stream)
     labels = _spec_ids(site)
     tree = Tree(
-        f"[bold]{site.name}[/] ({site.vendor}): {len(site.supernodes)} super nodes,"
+        f"[bold]{escape(site.name)}[/] ({site.vendor}): {len(site.supernodes)} super nodes,"
         f" {len(site.nodes)} nodes, {site.devices} devices"
     )
     for sn in site.supernodes:
         stack = [tree]
         for depth, text in _sn_lines(site, sn, labels):
             del stack[depth:]
-            stack.append(stack[-1].add(text, highlight=False))
+            stack.append(stack[-1].add(escape(text), highlight=False))
     console.print(tree)
     specs = Table(title="node specs")
     specs.add_column("spec")
@@ -146,13 +147,16 @@ def print_site(site: Site, stream: TextIO | None = None) -> None:
     for node in site.nodes:
         if id(node.spec) not in seen:
             seen.add(id(node.spec))
-            specs.add_row(labels[id(node.spec)], spec_summary(node.spec, site.slurm.gres_name))
+            specs.add_row(
+                labels[id(node.spec)], escape(spec_summary(node.spec, site.slurm.gres_name))
+            )
     console.print(specs)
     links = Table(title="links (per device, one direction)")
     for col in ("level", "GB/s", "latency us", "kind"):
         links.add_column(col)
     for level, link in site.links.items():
-        links.add_row(level, f"{link.bandwidth_gbps:g}", f"{link.latency_us:g}", link.kind)
+        links.add_row(level, f"{link.bandwidth_gbps:g}", f"{link.latency_us:g}", escape(link.kind))
     console.print(links)
     for name, prof in site.env_profiles.items():
-        console.print(f"env {name}: " + " ".join(f"{k}={v}" for k, v in prof.vars), highlight=False)
+        line = f"env {name}: " + " ".join(f"{k}={v}" for k, v in prof.vars)
+        console.print(escape(line), highlight=False)

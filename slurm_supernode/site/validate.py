@@ -43,6 +43,7 @@ class SourceMap:
     slurm: dict[str, Loc] = field(default_factory=dict)  # key -> Loc of its value
     # super nodes whose hostlist did not parse (already reported: not "empty" again)
     sn_broken: set[int] = field(default_factory=set)
+    sn_unnamed: set[int] = field(default_factory=set)  # missing name (reported)
 
 
 def _p(src: SourceMap, loc: Loc | None, message: str, hint: str | None = None) -> Problem:
@@ -175,6 +176,8 @@ def _check_names(site: Site, src: SourceMap) -> list[Problem]:
                 )
             )
         names.setdefault(sn.name, i)
+        if i in src.sn_unnamed:
+            continue
         loc = src.sn_feature.get(i) or src.slurm.get("feature_format") or src.sn_name.get(i)
         why = feature_name_problem(sn.feature)
         if why:
@@ -330,7 +333,7 @@ def _one_ip(
                 src,
                 loc,
                 f"malformed IP {ip!r} for {what}",
-                "pattern fields: {sn} {pod} {node} {gnode} {dev}, each may add +N;"
+                "pattern fields: {sn} {pod} {node} {gnode} {slot} {dev}, each may add +N;"
                 " every octet 0-255",
             )
         ]

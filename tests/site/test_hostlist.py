@@ -1,0 +1,77 @@
+"""Hostlist wrappers: order-keeping expansion, folding, and their round trips."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from slurm_supernode.site.hostlist import HostlistError, expand, fold, fold_ordered
+
+
+def test_expand_keeps_written_order_and_duplicates():
+    assert expand("n[3,1-2],x,n3") == ["n3", "n1", "n2", "x", "n3"]
+    assert expand("gb[008-011]") == ["gb008", "gb009", "gb010", "gb011"]
+    assert expand("r[1-2]-gpu") == ["r1-gpu", "r2-gpu"]
+    with pytest.raises(HostlistError):  # ClusterShell steps are not Slurm syntax
+        expand("n[1-5/2]")
+
+
+@pytest.mark.parametrize(
+    ("expr", "fragment"),
+    [
+        ("n[1-", "missing ']'"),
+        ("n]", "unmatched ']'"),
+        ("n[1-2],,x", "empty host name"),
+        ("n[a-b]", "bad range"),
+        ("n[3-1]", "bad range"),
+        ("n[]", "empty range"),
+        ("@group", "'@' is not allowed"),
+        ("n[1-2]!n1", "'!' is not allowed"),
+        ("[1-2]", "no host name prefix"),
+        ("n[0-99999999]", "more than"),
+        ("a[0-9999]b[0-9999]", "more than"),
+        ("", "empty hostlist"),
+    ],
+)
+def test_expand_rejects(expr, fragment):
+    with pytest.raises(HostlistError, match=None) as info:
+        expand(expr)
+    assert fragment in str(info.value)
+
+
+def test_fold_ordered_keeps_order():
+    hosts = ["n4", "n5", "n6", "n0", "n1", "x", "n2"]
+    folded = fold_ordered(hosts)
+    assert expand(folded) == hosts
+    assert folded.count(",") >= 2  # it had to break the run twice
+    assert fold_ordered(["n1", "n2", "n3"]) == "n[1-3]"
+    with pytest.raises(ValueError):
+        fold_ordered(["n1", "n1"])
+
+
+_prefixes = st.sampled_from(["n", "gb", "a3-", "rack1-n", "login"])
+_host = st.builds(
+    lambda p, i: p if p == "login" else (f"{p}{i:03d}" if p == "gb" else f"{p}{i}"),
+    _prefixes,
+    st.integers(0, 300),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_host, min_size=1, max_size=60))
+def test_fold_round_trip_as_sets(hosts):
+    assert set(expand(fold(hosts))) == set(hosts)
+    assert len(expand(fold(hosts))) == len(set(hosts))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_host, min_size=1, max_size=60, unique=True))
+def test_fold_ordered_round_trip_keeps_order(hosts):
+    assert expand(fold_ordered(hosts)) == hosts
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_host, min_size=1, max_size=40))
+def test_expand_of_plain_list_is_identity(hosts):
+    assert expand(",".join(hosts)) == hosts
