@@ -279,7 +279,8 @@ def plan_request(
         job.append(f"--mail-type={spec.mail_type}")
     if spec.mail_user:
         job.append(f"--mail-user={spec.mail_user}")
-    job += list(spec.sbatch_args)
+    # --sbatch passthrough goes last in every component, so it can override snrun's choices.
+    components = [(*comp, *spec.sbatch_args) for comp in components]
 
     return SbatchRequest(
         strategy="partial" if partial else strategy,

@@ -107,3 +107,10 @@ def test_whole_supernode_problems() -> None:
     probs = whole_supernode_problems(s, ["n0", "n1", "n2", "n4", "n5", "n6", "n7", "zz"])
     assert any("sn00: 3 of 4 nodes allocated (missing n3)" in p for p in probs)
     assert any("zz is not in site" in p for p in probs)
+
+
+def test_sbatch_passthrough_comes_last_in_every_component() -> None:
+    req = plan_request(spec(supernodes=2, sbatch_args=("--gres=gpu:2", "--reservation=r")), site())
+    for comp in req.components:
+        assert comp[-2:] == ("--gres=gpu:2", "--reservation=r")
+        assert comp.index("--gres=gpu:8") < comp.index("--gres=gpu:2")  # the later one wins

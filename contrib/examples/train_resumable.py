@@ -1,0 +1,102 @@
+"""A training loop that follows snrun's protocol: it resumes, reports progress, checkpoints on
+SIGUSR2 and exits cleanly so the job can requeue itself. See docs/resubmission.md.
+
+    snrun -S 1 --nproc-per-node 2 contrib/examples/train_resumable.py --steps 50
+
+What snrun gives the script (environment):
+  SNRUN_ATTEMPT          0, 1, 2, ... across the whole chain (restarts and requeues)
+  SLURM_RESTART_COUNT    how often Slurm requeued this job id
+  SNRUN_CHECKPOINT_DIR   where to write and find checkpoints (shared by every attempt)
+  SNRUN_HEARTBEAT_FILE   write your progress here (e.g. "step 42"): it feeds hang detection
+                         and the "same failure twice at the same point" rule
+  SIGUSR2                the time limit is near: checkpoint now and exit 0
+
+The --fail-* options inject faults for snrun's own tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+
+def parse() -> argparse.Namespace:
+    p = argparse.ArgumentParser()
+    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--step-time", type=float, default=0.2)
+    p.add_argument("--fail-attempt", type=int, default=-1, help="inject a fault in this attempt")
+    p.add_argument("--fail-always", action="store_true", help="fail in every attempt")
+    p.add_argument("--fail-rank", type=int, default=1)
+    p.add_argument("--fail-step", type=int, default=3)
+    p.add_argument("--fail-mode", choices=("exit", "kill", "hang"), default="exit")
+    return p.parse_args()
+
+
+def main() -> int:
+    args = parse()
+    stop = {"requested": False}
+    signal.signal(signal.SIGUSR2, lambda *_: stop.__setitem__("requested", True))
+
+    dist.init_process_group("gloo", timeout=timedelta(seconds=60))
+    rank = dist.get_rank()
+    attempt = int(os.environ.get("SNRUN_ATTEMPT", "0"))
+    ckpt_dir = Path(os.environ.get("SNRUN_CHECKPOINT_DIR", "checkpoints"))
+    ckpt = ckpt_dir / "state.json"
+    heartbeat = os.environ.get("SNRUN_HEARTBEAT_FILE")
+
+    state = {"step": 0, "value": 0.0}
+    if ckpt.exists():
+        state = json.loads(ckpt.read_text())
+    start = state["step"]
+    if rank == 0:
+        print(f"attempt {attempt}: starting at step {start}", flush=True)
+
+    for step in range(start, args.steps):
+        faulty = args.fail_always or attempt == args.fail_attempt
+        if faulty and rank == args.fail_rank and step == args.fail_step:
+            if args.fail_mode == "exit":
+                print(f"rank {rank}: injected failure at step {step}", flush=True)
+                sys.exit(1)
+            if args.fail_mode == "kill":
+                os.kill(os.getpid(), signal.SIGKILL)
+            time.sleep(3600)  # hang
+        t = torch.ones(1) * (rank + 1)
+        dist.all_reduce(t)
+        state = {"step": step + 1, "value": state["value"] + t.item()}
+        if rank == 0 and heartbeat:
+            Path(heartbeat).write_text(f"step {step + 1}\n")
+        time.sleep(args.step_time)
+        flag = torch.tensor([1.0 if stop["requested"] else 0.0])
+        dist.all_reduce(flag, op=dist.ReduceOp.MAX)  # every rank stops at the same step
+        if flag.item() > 0:
+            if rank == 0:
+                save(ckpt, state)
+                print(f"attempt {attempt}: SIGUSR2, checkpoint at step {state['step']}", flush=True)
+            dist.barrier()
+            dist.destroy_process_group()
+            return 0
+    if rank == 0:
+        save(ckpt, state)
+        print(f"attempt {attempt}: done, {state['step']} steps, value {state['value']}", flush=True)
+    dist.destroy_process_group()
+    return 0
+
+
+def save(path: Path, state: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(state))
+    os.replace(tmp, path)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

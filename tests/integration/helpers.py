@@ -1,0 +1,78 @@
+"""Run snrun like a user does (a subprocess of the real CLI) against the local cluster."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "contrib" / "examples"
+
+
+def snrun(
+    *args: str, jobs: Path, timeout: float = 240, check: bool = True
+) -> subprocess.CompletedProcess[str]:
+    env = os.environ | {"PYTHONPATH": str(ROOT), "SNRUN_SITE": "local"}
+    out = subprocess.run(
+        [sys.executable, "-m", "slurm_supernode", *_with_jobs_dir(args, jobs)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        cwd=str(jobs.parent),
+    )
+    if check and out.returncode != 0:
+        raise AssertionError(f"snrun {args} exited {out.returncode}: {out.stderr[-2000:]}")
+    return out
+
+
+def _with_jobs_dir(args: tuple[str, ...], jobs: Path) -> list[str]:
+    """Submission takes --jobs-dir first; status/cancel after their name; others not at all."""
+    if args and args[0] in ("status", "cancel"):
+        return [args[0], "--jobs-dir", str(jobs), *args[1:]]
+    if args and args[0] in ("plan", "site", "bench", "health"):
+        return list(args)
+    return ["--jobs-dir", str(jobs), *args]
+
+
+def submit(*args: str, jobs: Path, timeout: float = 240) -> tuple[int, Path]:
+    """Submit with --parsable; returns (job id, job dir)."""
+    out = snrun("--parsable", *args, jobs=jobs, timeout=timeout)
+    job_id = int(out.stdout.strip().splitlines()[-1])
+    return job_id, (jobs / "by-id" / str(job_id)).resolve()
+
+
+def ledger(job_dir: Path) -> list[dict]:
+    path = job_dir / "ledger.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+
+
+def wait_final(job_dir: Path, timeout: float = 240) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        finals = [r for r in ledger(job_dir) if r["event"] == "final"]
+        if finals:
+            return finals[-1]
+        time.sleep(1)
+    logs = "\n".join(p.read_text()[-3000:] for p in (job_dir / "logs").glob("*.out"))
+    raise AssertionError(f"no final state in {timeout}s; ledger={ledger(job_dir)}\n{logs}")
+
+
+def wait_for(pred, timeout: float, what: str, poll: float = 0.5):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = pred()
+        if value:
+            return value
+        time.sleep(poll)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def attempts(job_dir: Path) -> list[dict]:
+    return [r for r in ledger(job_dir) if r["event"] == "attempt_end"]
