@@ -17,16 +17,19 @@ from slurm_supernode.errors import SnrunError
 
 
 def spawn_releaser(job_id: int, exclude: tuple[str, ...], log: Path) -> None:
-    """Start ``python -m slurm_supernode.supervise.release`` detached from the job."""
+    """Start ``python -m slurm_supernode.supervise.release`` detached from the job: ``setsid -f``
+    forks twice, so the releaser is a child of init (not of the job) before the requeue."""
     log.parent.mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, "-m", "slurm_supernode.supervise.release", str(job_id), *exclude]
     with open(log, "ab") as out:
-        subprocess.Popen(
-            [sys.executable, "-m", "slurm_supernode.supervise.release", str(job_id), *exclude],
+        subprocess.run(
+            ["setsid", "-f", *cmd],
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=out,
-            start_new_session=True,
             close_fds=True,
+            check=False,
+            timeout=30,
         )
 
 

@@ -1,0 +1,103 @@
+"""Fault injection on the real local cluster: snrun's supervisor restarts, requeues, stops."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from slurm_supernode.slurm.jobs import job_info
+from tests.integration.helpers import (
+    EXAMPLES,
+    attempts,
+    ledger,
+    snrun,
+    submit,
+    wait_final,
+    wait_for,
+)
+
+pytestmark = pytest.mark.slurm
+TRAIN = str(EXAMPLES / "train_resumable.py")
+
+
+def run_chain(tmp_path: Path, *args: str, timeout: float = 240) -> tuple[int, Path, dict]:
+    job_id, job_dir = submit("-S", "1", "--nproc-per-node", "2", *args, jobs=tmp_path / "jobs")
+    return job_id, job_dir, wait_final(job_dir, timeout)
+
+
+def test_rank_exits_1_first_attempt_then_restart_in_allocation_succeeds(
+    slurm_cluster, tmp_path: Path
+) -> None:
+    job_id, job_dir, final = run_chain(tmp_path, TRAIN, "--steps", "8", "--fail-attempt", "0")
+    assert final["state"] == "COMPLETED", final
+    ends = attempts(job_dir)
+    assert [(a["cause"], a["action"]) for a in ends] == [
+        ("app_error", "restart"),
+        ("success", "none"),
+    ]
+    assert {a["job_id"] for a in ends} == {job_id}  # same allocation, no requeue
+    status = snrun("status", str(job_id), jobs=tmp_path / "jobs").stdout
+    assert "app_error" in status and "COMPLETED" in status
+
+
+def test_sigkilled_rank_is_restarted(slurm_cluster, tmp_path: Path) -> None:
+    _, job_dir, final = run_chain(
+        tmp_path, TRAIN, "--steps", "8", "--fail-attempt", "0", "--fail-mode", "kill"
+    )
+    assert final["state"] == "COMPLETED", final
+    assert [a["cause"] for a in attempts(job_dir)] == ["app_error", "success"]
+
+
+def test_always_failing_script_stops_with_a_clear_final_state(
+    slurm_cluster, tmp_path: Path
+) -> None:
+    _, job_dir, final = run_chain(
+        tmp_path, "--max-restarts", "3", TRAIN, "--steps", "8", "--fail-always"
+    )
+    assert final["state"] == "FAILED"
+    assert "same failure twice at the same point" in final["reason"]
+    assert len(attempts(job_dir)) == 2  # stopped early: the budget of 3 was not needed
+    _, _, final2 = run_chain(
+        tmp_path, "--max-restarts", "1", TRAIN, "--steps", "8", "--fail-always", "--fail-step", "1"
+    )
+    assert final2["state"] == "FAILED"
+
+
+def test_time_limit_signal_checkpoints_and_the_next_attempt_resumes(
+    slurm_cluster, tmp_path: Path
+) -> None:
+    job_id, job_dir = submit(
+        "-S",
+        "1",
+        "--nproc-per-node",
+        "2",
+        "-t",
+        "10",
+        TRAIN,
+        "--steps",
+        "60",
+        "--step-time",
+        "0.25",
+        jobs=tmp_path / "jobs",
+    )
+    info = job_info(job_id)
+    heartbeat = job_dir / "heartbeat"
+    wait_for(lambda: heartbeat.exists() and heartbeat.read_text() >= "step 5", 120, "progress")
+    # What Slurm does at --signal=B:USR2@90 before the time limit, sent now.
+    subprocess.run(["scancel", "--batch", "--signal=USR2", str(job_id)], check=True)
+    t0 = time.monotonic()
+    final = wait_final(job_dir, 240)
+    assert final["state"] == "COMPLETED", final
+    ends = attempts(job_dir)
+    assert [(a["cause"], a["action"]) for a in ends[:1]] == [("time_limit", "requeue")]
+    assert ends[-1]["cause"] == "success"
+    starts = [r for r in ledger(job_dir) if r["event"] == "attempt_start"]
+    assert starts[-1]["restart_count"] >= 1  # Slurm requeued the same job id
+    log = "".join(p.read_text() for p in (job_dir / "logs").glob("*.out"))
+    resumed = [int(x.split("step ")[1]) for x in log.splitlines() if "starting at step" in x]
+    assert resumed[0] == 0 and resumed[-1] > 0, log[-2000:]
+    assert time.monotonic() - t0 < 120  # released at once, not after Slurm's delay
+    assert info is not None and "--signal=B:USR2@90" in (job_dir / "request.json").read_text()
