@@ -134,3 +134,17 @@ def test_snrun_heterogeneous_job_passes_unchanged(lua_conf, tmp_path):
     assert all(i.state == "COMPLETED" and i.num_nodes == 4 for i in infos), infos
     got = [supernodes_of(i.nodelist) for i in infos]
     assert all(len(g) == 1 for g in got) and got[0] != got[1]
+
+
+def test_up_refuses_to_switch_the_plugin_off_while_running(lua_conf, slurm_cluster):
+    env = {**os.environ, "SNRUN_MC_DIR": str(lua_conf.parent.parent)}
+    env["SNRUN_MC_JOB_SUBMIT_LUA"] = "0"
+    proc = subprocess.run(
+        ["bash", str(slurm_cluster.minicluster), "up"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert proc.returncode == 1
+    assert "already up with job_submit/lua on" in proc.stderr and "down first" in proc.stderr
