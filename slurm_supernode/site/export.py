@@ -8,6 +8,7 @@ checked against golden copies and diffed by admins. Hostlists are folded with Cl
 - ``topology-yaml``: topology.yaml (Slurm >= 25.05) with both a tree and a block topology.
 - ``slurm-nodes``: slurm.conf NodeName lines (Features=<super node feature>) + PartitionName.
 - ``gres``: gres.conf lines.
+- ``job-submit-lua``: job_submit.lua keeping jobs of super node partitions on whole super nodes.
 - ``json``: the whole model.
 """
 
@@ -25,6 +26,7 @@ import yaml
 
 from slurm_supernode.errors import InputError
 from slurm_supernode.site.hostlist import fold, fold_ordered
+from slurm_supernode.site.job_submit import job_submit_lua
 from slurm_supernode.site.model import Node, NodeSpec, Site
 from slurm_supernode.site.validate import block_sizes
 
@@ -223,6 +225,7 @@ EXPORTERS: dict[str, Callable[[Site], str]] = {
     "topology-yaml": topology_yaml,
     "slurm-nodes": slurm_nodes,
     "gres": gres_conf,
+    "job-submit-lua": job_submit_lua,
     "json": site_json,
 }
 

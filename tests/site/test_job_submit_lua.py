@@ -1,0 +1,267 @@
+"""The job-submit-lua exporter: golden copies, Lua syntax, and the plugin's decisions run in a
+real Lua 5.1 interpreter against a stand-in for slurmctld's ``slurm`` table (the same calls
+job_submit_lua.c makes: ``slurm_job_submit(job_desc, part_list, uid)`` with plain tables).
+
+Golden files change only on purpose: ``SNRUN_UPDATE_GOLDEN=1 python3 -m pytest
+tests/site/test_job_submit_lua.py`` and review the diff."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from slurm_supernode.errors import InputError
+from slurm_supernode.site.export import export
+from slurm_supernode.site.job_submit import lua_str
+from slurm_supernode.site.loader import load_site
+
+ROOT = Path(__file__).resolve().parents[2]
+GOLDEN = Path(__file__).parent / "golden"
+LUA = shutil.which("lua5.1")
+LUAC = shutil.which("luac5.1")
+needs_lua = pytest.mark.skipif(LUA is None, reason="lua5.1 not installed (apt-get install lua5.1)")
+
+NO_VAL, NO_VAL16, INVALID_NODE_COUNT = 4294967294, 65534, 2006
+
+# Stand-in for the `slurm` table job_submit/lua provides (log_user formats like string.format).
+PRELUDE = f"""
+MSGS = {{}}
+slurm = {{ SUCCESS = 0, ERROR = -1, ESLURM_INVALID_NODE_COUNT = {INVALID_NODE_COUNT},
+  NO_VAL = {NO_VAL}, NO_VAL16 = {NO_VAL16}, log_info = function(...) end,
+  log_user = function(fmt, ...) MSGS[#MSGS + 1] = string.format(fmt, ...) end }}
+"""
+
+REPORT = """
+local out = {"rc=" .. tostring(rc)}
+for _, k in ipairs({"min_nodes", "max_nodes", "features", "segment_size", "req_switch"}) do
+  out[#out + 1] = k .. "=" .. tostring(job[k])
+end
+out[#out + 1] = "msg=" .. table.concat(MSGS, " / ")
+print(table.concat(out, "\\n"))
+"""
+
+
+def lua_value(v) -> str:
+    if v is None:
+        return "nil"
+    if isinstance(v, str):
+        return lua_str(v)
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"[{lua_str(k)}] = {lua_value(x)}" for k, x in v.items()) + "}"
+    return str(v)
+
+
+def run_plugin(script: Path, job: dict, part_list: dict | None = None, rec: dict | None = None):
+    """Load the exported script and call slurm_job_submit (or slurm_job_modify with rec)."""
+    job = {"min_nodes": NO_VAL, "segment_size": NO_VAL16, "num_tasks": NO_VAL, **job}
+    call = (
+        "slurm_job_modify(job, " + lua_value(rec) + ", part_list, 0)"
+        if rec is not None
+        else "slurm_job_submit(job, part_list, 0)"
+    )
+    driver = (
+        PRELUDE
+        + f"assert(dofile({lua_str(str(script))}) == 0)\n"
+        + f"job = {lua_value(job)}\npart_list = {lua_value(part_list)}\n"
+        + f"rc = {call}\n"
+        + REPORT
+    )
+    proc = subprocess.run([LUA, "-"], input=driver, capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    result = {}
+    for line in proc.stdout.splitlines():
+        key, _, value = line.partition("=")
+        result[key] = value
+    for key in ("rc", "min_nodes", "max_nodes", "segment_size", "req_switch"):
+        result[key] = None if result[key] == "nil" else int(float(result[key]))
+    return result
+
+
+@pytest.fixture(scope="module")
+def scripts(tmp_path_factory) -> dict[str, Path]:
+    out = tmp_path_factory.mktemp("lua")
+    paths = {}
+    for name in ("local", "nvl72", "ib-8gpu"):
+        paths[name] = out / f"{name}.lua"
+        paths[name].write_text(
+            export(load_site(str(ROOT / "site-configs" / f"{name}.yaml")), "job-submit-lua")
+        )
+    return paths
+
+
+@pytest.mark.parametrize("name", ["local", "nvl72"])
+def test_golden(name):
+    text = export(load_site(str(ROOT / "site-configs" / f"{name}.yaml")), "job-submit-lua")
+    golden = GOLDEN / f"job_submit.{name}.lua"
+    if os.environ.get("SNRUN_UPDATE_GOLDEN") == "1":
+        golden.write_text(text)
+    assert text == golden.read_text()
+
+
+@pytest.mark.skipif(LUAC is None, reason="luac5.1 not installed (apt-get install lua5.1)")
+@pytest.mark.parametrize("name", ["local", "nvl72", "ib-8gpu", "ascend-superpod"])
+def test_lua_syntax(name, tmp_path):
+    path = tmp_path / "job_submit.lua"
+    site = load_site(str(ROOT / "site-configs" / f"{name}.yaml"))
+    path.write_text(export(site, "job-submit-lua"))
+    proc = subprocess.run([LUAC, "-p", str(path)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_table_names_partitions_sizes_and_features():
+    site = load_site(str(ROOT / "site-configs" / "local.yaml"))
+    text = export(site, "job-submit-lua")
+    assert 'SITE.partitions["main"]' in text and 'SITE.partitions["debug"]' not in text
+    assert '{ size = 4, count = 2, constraint = "sn0|sn1" }' in text
+    assert 'default_partition = "main"' in text
+
+
+def test_site_without_supernode_partitions_is_refused(tmp_path):
+    text = (ROOT / "site-configs" / "local.yaml").read_text()
+    path = tmp_path / "s.yaml"
+    path.write_text(text.replace("  supernode_partitions: [main]\n", ""))
+    with pytest.raises(InputError, match="supernode_partitions"):
+        export(load_site(str(path)), "job-submit-lua")
+
+
+def test_cli_writes_the_file(tmp_path):
+    out = tmp_path / "job_submit.lua"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "slurm_supernode",
+            "site",
+            "export",
+            "local",
+            "--format",
+            "job-submit-lua",
+            "-o",
+            str(out),
+        ],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "function slurm_job_submit" in out.read_text()
+
+
+@needs_lua
+def test_rounds_up_to_one_whole_super_node(scripts):
+    r = run_plugin(scripts["local"], {"min_nodes": 3, "partition": "main"})
+    assert (r["rc"], r["min_nodes"], r["max_nodes"], r["features"]) == (0, 4, 4, "[sn0|sn1]")
+    assert "-N 3 became -N 4" in r["msg"]
+
+
+@needs_lua
+def test_whole_count_gets_the_constraint_without_a_message(scripts):
+    r = run_plugin(scripts["local"], {"min_nodes": 4, "partition": "main"})
+    assert (r["rc"], r["min_nodes"], r["features"], r["msg"]) == (0, 4, "[sn0|sn1]", "")
+
+
+@needs_lua
+def test_impossible_request_is_rejected_with_the_limit(scripts):
+    r = run_plugin(scripts["local"], {"min_nodes": 9, "partition": "main"})
+    assert r["rc"] == INVALID_NODE_COUNT
+    assert "can never fit" in r["msg"] and "at most 8 nodes" in r["msg"]
+    assert r["min_nodes"] == 9  # untouched
+
+
+@needs_lua
+def test_two_super_nodes_on_a_features_site_point_to_snrun(scripts):
+    r = run_plugin(scripts["local"], {"min_nodes": 5, "partition": "main"})
+    assert r["rc"] == INVALID_NODE_COUNT and "snrun -S 2" in r["msg"]
+
+
+@needs_lua
+def test_other_partitions_and_placed_jobs_are_untouched(scripts):
+    debug = run_plugin(scripts["local"], {"min_nodes": 3, "partition": "debug"})
+    assert (debug["rc"], debug["min_nodes"], debug["features"]) == (0, 3, "nil")
+    partial = run_plugin(scripts["local"], {"min_nodes": 3, "features": "[sn0|sn1]"})
+    assert (partial["min_nodes"], partial["features"]) == (3, "[sn0|sn1]")
+    segment = run_plugin(scripts["local"], {"min_nodes": 3, "segment_size": 4})
+    assert segment["min_nodes"] == 3
+
+
+@needs_lua
+def test_default_partition_from_part_list_then_table(scripts):
+    main_default = {"main": {"flag_default": 1}, "debug": {"flag_default": 0}}
+    debug_default = {"main": {"flag_default": 0}, "debug": {"flag_default": 1}}
+    assert run_plugin(scripts["local"], {"min_nodes": 3}, main_default)["min_nodes"] == 4
+    assert run_plugin(scripts["local"], {"min_nodes": 3}, debug_default)["min_nodes"] == 3
+    assert run_plugin(scripts["local"], {"min_nodes": 3}, None)["min_nodes"] == 4
+
+
+@needs_lua
+def test_count_from_gpus_tasks_or_nothing(scripts):
+    gpus = run_plugin(scripts["local"], {"tres_per_job": "gres:gpu:12", "partition": "main"})
+    assert gpus["min_nodes"] == 4 and "--gpus=12 (2 nodes of 8 GPUs)" in gpus["msg"]
+    too_many = run_plugin(scripts["local"], {"tres_per_job": "gres/gpu:h100:72"})
+    assert too_many["rc"] == INVALID_NODE_COUNT  # 9 nodes of 8 GPUs
+    tasks = run_plugin(scripts["local"], {"num_tasks": 6, "ntasks_per_node": 1})
+    assert tasks["rc"] == INVALID_NODE_COUNT  # 6 nodes: two super nodes, features site
+    bare = run_plugin(scripts["local"], {})
+    assert (bare["min_nodes"], bare["features"]) == (4, "[sn0|sn1]")
+
+
+@needs_lua
+def test_own_constraint_is_anded(scripts):
+    one = run_plugin(scripts["local"], {"min_nodes": 1, "features": "bigmem"})
+    assert one["features"] == "bigmem&[sn0|sn1]"
+    alt = run_plugin(scripts["local"], {"min_nodes": 1, "features": "a|b"})
+    assert alt["features"] == "(a|b)&[sn0|sn1]"
+
+
+@needs_lua
+def test_mixed_partition_list_is_rejected(scripts):
+    r = run_plugin(scripts["local"], {"min_nodes": 4, "partition": "main,debug"})
+    assert r["rc"] == INVALID_NODE_COUNT and "mix" in r["msg"]
+
+
+@needs_lua
+def test_block_site_uses_segments(scripts):
+    r = run_plugin(scripts["nvl72"], {"min_nodes": 20, "partition": "gb200"})
+    assert (r["rc"], r["min_nodes"], r["segment_size"]) == (0, 36, 18)
+    one = run_plugin(scripts["nvl72"], {"min_nodes": 5, "partition": "gb200"})
+    assert one["min_nodes"] == 18 and one["features"].startswith("[nvl72-01|")
+    assert run_plugin(scripts["nvl72"], {"min_nodes": 73})["rc"] == INVALID_NODE_COUNT
+
+
+@needs_lua
+def test_switches_site_asks_for_k_switches(scripts):
+    r = run_plugin(scripts["ib-8gpu"], {"min_nodes": 20, "partition": "h100"})
+    assert (r["rc"], r["min_nodes"], r["req_switch"]) == (0, 32, 2)
+    assert "best effort" in r["msg"]
+
+
+@needs_lua
+def test_mixed_sizes_pick_the_smallest_fit(tmp_path):
+    site_yaml = (ROOT / "site-configs" / "local.yaml").read_text()
+    site_yaml = site_yaml.replace("nodes: n[4-7]", "nodes: n[4-11]")
+    (tmp_path / "s.yaml").write_text(site_yaml)
+    script = tmp_path / "js.lua"
+    script.write_text(export(load_site(str(tmp_path / "s.yaml")), "job-submit-lua"))
+    small = run_plugin(script, {"min_nodes": 3})
+    assert (small["min_nodes"], small["features"]) == (4, "[sn0]")
+    big = run_plugin(script, {"min_nodes": 6})
+    assert (big["min_nodes"], big["features"]) == (8, "[sn1]")
+
+
+@needs_lua
+def test_modify_checks_new_node_counts(scripts):
+    rec = {"partition": "main", "features": "[sn0|sn1]"}
+    bad = run_plugin(scripts["local"], {"min_nodes": 3}, rec=rec)
+    assert bad["rc"] == INVALID_NODE_COUNT and "use NumNodes=4" in bad["msg"]
+    good = run_plugin(scripts["local"], {"min_nodes": 4}, rec=rec)
+    assert (good["rc"], good["max_nodes"]) == (0, 4)
+    unchanged = run_plugin(scripts["local"], {"time_limit": 10}, rec=rec)
+    assert unchanged["rc"] == 0
+    other = run_plugin(scripts["local"], {"min_nodes": 3}, rec={"partition": "debug"})
+    assert other["rc"] == 0
