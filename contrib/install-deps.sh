@@ -8,10 +8,10 @@ if [ "$(id -u)" != 0 ]; then
   echo "install-deps: run as root (apt-get installs Slurm and munge)" >&2
   exit 1
 fi
-if ! command -v slurmctld >/dev/null || ! command -v munged >/dev/null || ! command -v sbatch >/dev/null; then
+if ! command -v slurmctld >/dev/null || ! command -v munged >/dev/null || ! command -v sbatch >/dev/null || ! command -v lua5.1 >/dev/null; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  apt-get install -y -qq --no-install-recommends slurm-wlm munge >/dev/null
+  apt-get install -y -qq --no-install-recommends slurm-wlm munge lua5.1 >/dev/null
 fi
 # CPU torch: 'torch==2.13.0' resolves to the CPU wheel kept on disk here (no multi-GB download).
 "$PY" -m pip install -q torch==2.13.0

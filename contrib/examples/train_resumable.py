@@ -33,6 +33,7 @@ def parse() -> argparse.Namespace:
     p = argparse.ArgumentParser()
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--step-time", type=float, default=0.2)
+    p.add_argument("--ckpt-every", type=int, default=10, help="checkpoint every N steps")
     p.add_argument("--fail-attempt", type=int, default=-1, help="inject a fault in this attempt")
     p.add_argument("--fail-always", action="store_true", help="fail in every attempt")
     p.add_argument("--fail-rank", type=int, default=1)
@@ -73,7 +74,9 @@ def main() -> int:
         dist.all_reduce(t)
         state = {"step": step + 1, "value": state["value"] + t.item()}
         if rank == 0 and heartbeat:
-            Path(heartbeat).write_text(f"step {step + 1}\n")
+            Path(heartbeat).write_text(f"step {step + 1} attempt {attempt}\n")
+        if rank == 0 and args.ckpt_every and state["step"] % args.ckpt_every == 0:
+            save(ckpt, state)
         time.sleep(args.step_time)
         flag = torch.tensor([1.0 if stop["requested"] else 0.0])
         dist.all_reduce(flag, op=dist.ReduceOp.MAX)  # every rank stops at the same step

@@ -19,8 +19,6 @@ CAUSES = (
 # submit a fresh job with --exclude, or stop with a final state.
 ACTIONS = ("none", "restart", "requeue", "resubmit", "stop")
 
-BAD_NODE_STATES = ("down", "drain", "drained", "draining", "fail", "failing", "not_responding")
-
 
 @dataclass(frozen=True)
 class AttemptResult:

@@ -23,7 +23,6 @@ from slurm_supernode.errors import SlurmError
 from slurm_supernode.launch.agent import allocation_hosts, load_inputs, master_port
 from slurm_supernode.supervise import ledger
 from slurm_supernode.supervise.classify import (
-    BAD_NODE_STATES,
     AttemptResult,
     Decision,
     decide,
@@ -73,12 +72,7 @@ def _bad_nodes(hosts: list[str]) -> list[str]:
         infos = node_infos(hosts)
     except SlurmError:
         return []
-    bad = []
-    for info in infos:
-        words = {w.strip("*").lower() for w in str(info.state).replace("+", " ").split()}
-        if words & set(BAD_NODE_STATES) or str(info.state).endswith("*"):
-            bad.append(info.name)
-    return bad
+    return [info.name for info in infos if not info.usable]
 
 
 def _read_progress(job_dir: Path) -> tuple[str | None, float | None]:

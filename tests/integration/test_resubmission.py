@@ -101,3 +101,52 @@ def test_time_limit_signal_checkpoints_and_the_next_attempt_resumes(
     assert resumed[0] == 0 and resumed[-1] > 0, log[-2000:]
     assert time.monotonic() - t0 < 120  # released at once, not after Slurm's delay
     assert info is not None and "--signal=B:USR2@90" in (job_dir / "request.json").read_text()
+
+
+def test_lost_node_job_resumes_without_that_node(slurm_cluster, tmp_path: Path) -> None:
+    """kill -9 one slurmd under a running job: Slurm marks the node down and requeues the job;
+    the rerun lands on whole super nodes without it and resumes from the last checkpoint."""
+    _, job_dir = submit(
+        "-S",
+        "1",
+        "--nproc-per-node",
+        "1",
+        TRAIN,
+        "--steps",
+        "120",
+        "--step-time",
+        "0.25",
+        "--ckpt-every",
+        "5",
+        jobs=tmp_path / "jobs",
+    )
+    heartbeat = job_dir / "heartbeat"
+    wait_for(lambda: heartbeat.exists() and heartbeat.read_text() >= "step 6", 120, "progress")
+    first = next(r for r in ledger(job_dir) if r["event"] == "attempt_start")
+    from ClusterShell.NodeSet import NodeSet
+
+    victim = list(NodeSet(first["nodes"]))[-1]  # not the batch host (the first node)
+    pid_file = slurm_cluster.state_dir / "run" / f"slurmd-{victim}.pid"
+    pid = int(pid_file.read_text().strip())
+    subprocess.run(["kill", "-9", str(pid)], check=True)
+    try:
+        final = wait_final(job_dir, 300)
+        assert final["state"] == "COMPLETED", final
+        ends = attempts(job_dir)
+        assert ends[0]["cause"] == "node_failure" and ends[-1]["cause"] == "success"
+        starts = [r for r in ledger(job_dir) if r["event"] == "attempt_start"]
+        assert victim not in NodeSet(starts[-1]["nodes"])
+        assert starts[-1]["restart_count"] >= 1
+        log = "".join(p.read_text() for p in (job_dir / "logs").glob("*.out"))
+        resumed = [int(x.split("step ")[1]) for x in log.splitlines() if "starting at step" in x]
+        assert resumed[-1] >= 5, log[-2000:]
+    finally:
+        conf = str(slurm_cluster.conf)
+        subprocess.run(["slurmd", "-f", conf, "-N", victim], check=False)
+        from slurm_supernode.slurm.nodes import node_infos
+
+        wait_for(
+            lambda: node_infos([victim])[0].usable,
+            90,
+            f"{victim} back",
+        )
