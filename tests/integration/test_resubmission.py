@@ -23,6 +23,14 @@ pytestmark = pytest.mark.slurm
 TRAIN = str(EXAMPLES / "train_resumable.py")
 
 
+def step_of(heartbeat: Path) -> int:
+    """The step the training script last reported ("step N attempt A"), 0 before any."""
+    try:
+        return int(heartbeat.read_text().split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
 def run_chain(tmp_path: Path, *args: str, timeout: float = 240) -> tuple[int, Path, dict]:
     job_id, job_dir = submit("-S", "1", "--nproc-per-node", "2", *args, jobs=tmp_path / "jobs")
     return job_id, job_dir, wait_final(job_dir, timeout)
@@ -85,7 +93,7 @@ def test_time_limit_signal_checkpoints_and_the_next_attempt_resumes(
     )
     info = job_info(job_id)
     heartbeat = job_dir / "heartbeat"
-    wait_for(lambda: heartbeat.exists() and heartbeat.read_text() >= "step 5", 120, "progress")
+    wait_for(lambda: step_of(heartbeat) >= 5, 120, "progress")
     # What Slurm does at --signal=B:USR2@90 before the time limit, sent now.
     subprocess.run(["scancel", "--batch", "--signal=USR2", str(job_id)], check=True)
     t0 = time.monotonic()
@@ -121,7 +129,7 @@ def test_lost_node_job_resumes_without_that_node(slurm_cluster, tmp_path: Path) 
         jobs=tmp_path / "jobs",
     )
     heartbeat = job_dir / "heartbeat"
-    wait_for(lambda: heartbeat.exists() and heartbeat.read_text() >= "step 6", 120, "progress")
+    wait_for(lambda: step_of(heartbeat) >= 6, 120, "progress")
     first = next(r for r in ledger(job_dir) if r["event"] == "attempt_start")
     from ClusterShell.NodeSet import NodeSet
 
