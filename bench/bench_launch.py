@@ -1,0 +1,157 @@
+"""Issue 5 benchmarks: the login path stays light, and submission is as fast as plain sbatch.
+
+1. `snrun --dry-run` wall time against `python3 -c 'import jinja2, yaml'` (target: within 1.5x).
+2. submit-to-RUNNING of `snrun` against plain `sbatch` on the local cluster (target: 1.3x).
+   Needs the local cluster up (`make cluster-up`); skipped with a note otherwise.
+
+    python3 bench/bench_launch.py [--runs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+ENV = os.environ | {"PYTHONPATH": str(ROOT)}
+
+
+def timed(cmd: list[str], env: dict[str, str], runs: int) -> list[float]:
+    out = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        subprocess.run(cmd, env=env, check=True, capture_output=True)
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def dry_run_vs_import(runs: int) -> None:
+    env = ENV | {"SLURM_CONF": "/nonexistent/slurm.conf"}  # a login node without Slurm
+    with tempfile.TemporaryDirectory() as tmp:
+        snrun = [
+            sys.executable,
+            "-m",
+            "slurm_supernode",
+            "--site",
+            "local",
+            "-S",
+            "2",
+            "--jobs-dir",
+            tmp,
+            "--dry-run",
+            "train.py",
+            "--lr",
+            "1e-3",
+        ]
+        base = [sys.executable, "-c", "import jinja2, yaml"]
+        timed(snrun, env, 1)
+        a = statistics.median(timed(snrun, env, runs))
+        b = statistics.median(timed(base, env, runs))
+    print(f"dry run        : median {a * 1000:7.1f} ms over {runs} runs")
+    print(f"import baseline: median {b * 1000:7.1f} ms ('import jinja2, yaml')")
+    print(f"ratio          : {a / b:.2f}x (target <= 1.5x) {'OK' if a / b <= 1.5 else 'MISSED'}")
+
+
+def squeue_state(job: str, env: dict[str, str]) -> str:
+    out = subprocess.run(
+        ["squeue", "-h", "-j", job, "-o", "%T"], env=env, capture_output=True, text=True
+    )
+    return out.stdout.strip().splitlines()[0] if out.stdout.strip() else ""
+
+
+def until_running(job: str, env: dict[str, str], t0: float) -> float:
+    while True:
+        state = squeue_state(job, env)
+        if state == "RUNNING":
+            return time.perf_counter() - t0
+        if time.perf_counter() - t0 > 120:
+            raise SystemExit(f"job {job} not RUNNING after 120 s (state {state!r})")
+        time.sleep(0.05)
+
+
+def submit_to_running(runs: int) -> None:
+    conf = os.environ.get("SLURM_CONF", "/tmp/snrun-minicluster/etc/slurm.conf")
+    env = ENV | {"SLURM_CONF": conf}
+    if subprocess.run(["scontrol", "ping"], env=env, capture_output=True).returncode != 0:
+        print("submit-to-RUNNING: skipped (no local cluster: make cluster-up)")
+        return
+    snrun_t, sbatch_t = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        script = Path(tmp) / "sleep.py"
+        script.write_text("import time; time.sleep(1)\n")
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            out = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "slurm_supernode",
+                    "--site",
+                    "local",
+                    "-S",
+                    "1",
+                    "--nproc-per-node",
+                    "1",
+                    "--jobs-dir",
+                    tmp,
+                    "--parsable",
+                    str(script),
+                ],
+                env=env,
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            job = out.stdout.strip()
+            snrun_t.append(until_running(job, env, t0))
+            subprocess.run(["scancel", job], env=env, check=True)
+            t0 = time.perf_counter()
+            out = subprocess.run(
+                [
+                    "sbatch",
+                    "--parsable",
+                    "-N4",
+                    "--exclusive",
+                    "--constraint=[sn0|sn1]",
+                    "-o",
+                    "/dev/null",
+                    "--wrap",
+                    "sleep 30",
+                ],
+                env=env,
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            job = out.stdout.strip()
+            sbatch_t.append(until_running(job, env, t0))
+            subprocess.run(["scancel", job], env=env, check=True)
+            time.sleep(1)
+    a, b = statistics.median(snrun_t), statistics.median(sbatch_t)
+    print(f"snrun  submit->RUNNING: median {a:5.2f} s ({', '.join(f'{x:.2f}' for x in snrun_t)})")
+    print(f"sbatch submit->RUNNING: median {b:5.2f} s ({', '.join(f'{x:.2f}' for x in sbatch_t)})")
+    print(
+        f"ratio                 : {a / b:.2f}x (target <= 1.3x) {'OK' if a / b <= 1.3 else 'MISSED'}"
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=10)
+    ns = ap.parse_args()
+    print(
+        f"# bench_launch on {platform.node()}: {os.cpu_count()} CPUs, Python {platform.python_version()}"
+    )
+    dry_run_vs_import(ns.runs)
+    submit_to_running(max(3, ns.runs // 2))
+
+
+if __name__ == "__main__":
+    main()
