@@ -78,7 +78,8 @@ def vendor_checks(site: Site | None) -> list[CheckResult]:
     return out
 
 
-def imex_channels(directory: str = IMEX_DIR) -> list[str] | None:
+def imex_channels(directory: str | None = None) -> list[str] | None:
+    directory = directory or IMEX_DIR
     if not os.path.isdir(directory):
         return None
     return sorted(glob.glob(os.path.join(directory, "channel*")))
