@@ -197,18 +197,32 @@ def format_reports(reports: Sequence[RunReport], *, all_sizes: bool = False) -> 
     return "\n".join(lines)
 
 
-def load_site_settings(site_config: str):
-    """``Site.bench`` of a site file, through the site layer's loader (imported lazily)."""
+def report_site(site_arg: str | None):
+    """(site name to filter on, its ``BenchSettings``, its results_db) for ``--site``.
+
+    A site with a config here (name or file, through the site loader) gives its thresholds
+    and database; a name without one (runs of another cluster in a shared database) only
+    filters, with the default thresholds and a notice. A broken config is an error.
+    """
+    if not site_arg:
+        return None, None, None
+    from slurm_supernode.errors import SnrunError
+    from slurm_supernode.site.loader import find_site, load_site
+
     try:
-        from slurm_supernode.site.loader import load_site  # type: ignore[attr-defined]
-    except ImportError:
-        raise InputError(
-            "this snrun cannot load site files yet",
-            where="--site-config",
-            hint="give --threshold/--baseline-runs instead",
-        ) from None
-    site = load_site(site_config)
-    return site.name, site.bench
+        find_site(site_arg)
+    except SnrunError:
+        if "/" in site_arg or site_arg.endswith((".yaml", ".yml")):
+            raise  # a file that is not there: not a site name
+        print(
+            f"snrun: no config for site {site_arg!r} here: default thresholds",
+            file=sys.stderr,
+        )
+        return site_arg, None, None
+    site = load_site(site_arg)
+    from slurm_supernode.fsutil import expand_path
+
+    return site.name, site.bench, str(expand_path(site.paths.results_db))
 
 
 def thresholds_from(args, bench=None) -> Thresholds:
@@ -232,17 +246,13 @@ def thresholds_from(args, bench=None) -> Thresholds:
     )
 
 
-def main_report(args, *, db: str) -> int:
+def main_report(args, *, db: str, site: str | None = None, bench=None) -> int:
     """``snrun bench report``: print, write the HTML/prom/JSON files, return the exit code."""
     import json
     from dataclasses import asdict
 
     from slurm_supernode.cli.bench import write_text_atomic
 
-    site, bench = args.site, None
-    if args.site_config:
-        name, bench = load_site_settings(args.site_config)
-        site = site or name
     thresholds = thresholds_from(args, bench)
     with open_store(db, create=False) as store:
         reports = build_reports(store, site=site, thresholds=thresholds)

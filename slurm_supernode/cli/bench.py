@@ -3,9 +3,11 @@
 - ``snrun bench run``: inside a job or under torchrun, one process per device; rank 0 prints
   the nccl-tests-like table and stores the run (``--json``, ``--db``).
 - ``snrun bench report``: the latest runs against a rolling baseline; exit 3 on a regression.
+- ``snrun bench submit``: a bench job over whole super nodes (``bench/submit.py``).
+- ``snrun bench schedule``: a nightly bench (scrontab, or a self-resubmitting job), list and
+  remove (``bench/schedule.py``; the actions live in ``cli/bench_schedule.py``).
 
-``submit`` and ``schedule`` (a bench job on whole super nodes, a nightly scron entry) come
-later and plug in as further actions here. Torch is imported only by ``run``.
+Torch is imported only by ``run``.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from pathlib import Path
 from slurm_supernode.bench.model import BACKENDS, TIMINGS
 from slurm_supernode.errors import InputError
 
-ACTIONS = ("run", "report")
+ACTIONS = ("run", "report", "submit", "schedule")
 
 
 def default_db(env=os.environ) -> str:
@@ -73,9 +75,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--quiet", action="store_true", help="no table on stdout")
 
     rep = sub.add_parser("report", help="latest runs against the rolling baseline")
-    rep.add_argument("--db", metavar="PATH", help="results database (default $SNRUN_BENCH_DB)")
-    rep.add_argument("--site", help="only this site")
-    rep.add_argument("--site-config", metavar="YAML", help="take thresholds from this site file")
+    rep.add_argument(
+        "--db", metavar="PATH", help="results database (default $SNRUN_BENCH_DB, else the site's)"
+    )
+    rep.add_argument(
+        "--site",
+        help="site name or file: only its runs, its bench thresholds and results_db "
+        "(a name without a config here filters only)",
+    )
     rep.add_argument("--baseline-runs", type=_positive_int, help="median of the last N good runs")
     rep.add_argument("--threshold", type=float, metavar="PCT", help="regression below -PCT %%")
     rep.add_argument(
@@ -87,12 +94,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     rep.add_argument("--prom", metavar="OUT", help="write a Prometheus textfile")
     rep.add_argument("--json", metavar="OUT", help="write the comparisons as JSON")
 
+    from slurm_supernode.cli import bench_schedule
+
+    sub_ = sub.add_parser("submit", help="submit a bench job over whole super nodes")
+    bench_schedule.add_job_options(sub_)
+    sub_.add_argument("--dry-run", action="store_true", help="print the script; submit nothing")
+    sub_.add_argument("--parsable", action="store_true", help="print the job id only")
+    sub_.add_argument("-W", "--wait", action="store_true", help="wait for the job to end")
+    sched = sub.add_parser("schedule", help="nightly bench: install, list, remove")
+    bench_schedule.add_schedule_arguments(sched)
+
 
 def run(args: argparse.Namespace) -> int:
     if args.action == "run":
         return _run(args)
     if args.action == "report":
         return _report(args)
+    if args.action in ("submit", "schedule"):
+        from slurm_supernode.cli import bench_schedule
+
+        return bench_schedule.run_action(args)
     raise InputError(f"unknown action {args.action!r}", hint=", ".join(ACTIONS))
 
 
@@ -178,6 +199,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from slurm_supernode.bench.report import main_report
+    from slurm_supernode.bench.report import main_report, report_site
 
-    return main_report(args, db=args.db or default_db())
+    site, bench, site_db = report_site(args.site)
+    db = args.db or os.environ.get("SNRUN_BENCH_DB") or site_db or default_db()
+    return main_report(args, db=db, site=site, bench=bench)

@@ -59,6 +59,7 @@ TOP_KEYS = (
     "env_profiles",
     "bench",
     "paths",
+    "imex_channels",
 )
 SPEC_KEYS = ("devices", "device_groups", "nics", "gres_type", "gres_file", "cpus", "memory_mb")
 SN_KEYS = (
@@ -82,7 +83,7 @@ SLURM_KEYS = (
 )
 LINK_KEYS = ("bandwidth_gbps", "latency_us", "kind")
 BENCH_KEYS = ("regression_pct", "baseline_runs", "sizes", "min_busbw_gbps")
-PATH_KEYS = ("jobs_dir", "results_db")
+PATH_KEYS = ("jobs_dir", "results_db", "state_dir")
 IP_KEYS = ("pattern", "nodes")
 # NodeName attributes snrun writes itself (from node_defaults / super nodes).
 RESERVED_NODE_OPTIONS = ("NodeName", "Features", "Gres", "CPUs", "RealMemory", "Port")
@@ -296,6 +297,12 @@ class _Builder:
             return None
         return node.value
 
+    def boolean(self, node: yaml.Node, what: str) -> bool | None:
+        if not isinstance(node, yaml.ScalarNode) or node.tag != _BOOL:
+            self.err(node, f"{what} must be true or false, got {self._kind(node)}")
+            return None
+        return node.value.lower() in ("true", "yes", "on")
+
     def integer(self, node: yaml.Node, what: str, minimum: int | None = None) -> int | None:
         if not isinstance(node, yaml.ScalarNode) or node.tag != _INT:
             self.err(node, f"{what} must be an integer, got {self._kind(node)}")
@@ -359,6 +366,11 @@ class _Builder:
         env = self._env_profiles(top["env_profiles"][1]) if "env_profiles" in top else {}
         bench = self._bench(top["bench"][1]) if "bench" in top else BenchSettings()
         paths = self._paths(top["paths"][1]) if "paths" in top else PathSettings()
+        imex = (
+            self.boolean(top["imex_channels"][1], "imex_channels")
+            if "imex_channels" in top
+            else False
+        )
         if supernodes is None:
             return None
         return Site(
@@ -370,6 +382,7 @@ class _Builder:
             env_profiles=env,
             bench=bench,
             paths=paths,
+            imex_channels=bool(imex),
             source=self.file,
         )
 

@@ -135,6 +135,7 @@ class PathSettings:
 
     jobs_dir: str = "~/.snrun/jobs"
     results_db: str = "~/.snrun/bench.sqlite"
+    state_dir: str = "~/.snrun"  # small registries (bench schedules)
 
 
 @dataclass(frozen=True)
@@ -149,6 +150,8 @@ class Site:
     env_profiles: dict[str, EnvProfile] = field(default_factory=dict)
     bench: BenchSettings = BenchSettings()
     paths: PathSettings = PathSettings()
+    # Multi-node NVLink (NVL72): nodes need IMEX channel devices (/dev/nvidia-caps-imex-channels)
+    imex_channels: bool = False
     source: str | None = None  # file it was loaded from
     _by_host: dict[str, Node] = field(init=False, repr=False, compare=False)
     _by_sn: dict[str, SuperNode] = field(init=False, repr=False, compare=False)

@@ -300,3 +300,18 @@ def wait_for(job_id: int, states: Iterable[str], timeout: float, poll: float = 0
                 hint=f"scontrol show job {job_id}",
             )
         time.sleep(poll)
+
+
+def jobs_named(name: str) -> list[JobInfo]:
+    """Jobs the controller still knows whose name is exactly `name` (any user, any state;
+    ended jobs only until MinJobAge). Used to find the jobs of a recurring schedule."""
+    proc = run_slurm(["scontrol", "show", "job", "-o"], timeout=30, check=False)
+    if proc.returncode != 0:
+        if "No jobs in the system" in proc.stdout + proc.stderr:
+            return []
+        raise SlurmError(f"scontrol show job failed: {proc.stderr.strip()}")
+    return [
+        job_from_record(rec)
+        for rec in parse_kv_records(proc.stdout)
+        if "JobId" in rec and rec.get("JobName") == name
+    ]
