@@ -19,14 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ClusterShell.NodeSet import NodeSet
-
 from slurm_supernode.errors import JobError
 from slurm_supernode.fsutil import write_json_atomic
 from slurm_supernode.launch.request import whole_supernode_problems
 from slurm_supernode.placement.model import Layout, RankMap
+from slurm_supernode.site.hostlist import expand
 from slurm_supernode.site.model import Site
-from slurm_supernode.supervise import ledger
 
 # Variables worth keeping in the job directory to explain a run afterwards.
 _KEEP_PREFIXES = ("NCCL_", "HCCL_", "TORCH_", "SNRUN_", "MASTER_", "CUDA_", "ASCEND_", "RANK_")
@@ -35,17 +33,17 @@ _KEEP_PREFIXES = ("NCCL_", "HCCL_", "TORCH_", "SNRUN_", "MASTER_", "CUDA_", "ASC
 def allocation_hosts(environ: Mapping[str, str]) -> list[str]:
     """Hostnames of the whole allocation, heterogeneous jobs included."""
     if environ.get("SNRUN_NODELIST"):
-        return list(NodeSet(environ["SNRUN_NODELIST"]))
+        return expand(environ["SNRUN_NODELIST"])
     het = int(environ.get("SLURM_HET_SIZE", "0") or 0)
     if het > 1:
         hosts: list[str] = []
         for i in range(het):
-            hosts += list(NodeSet(environ.get(f"SLURM_JOB_NODELIST_HET_GROUP_{i}", "")))
+            hosts += expand(environ[f"SLURM_JOB_NODELIST_HET_GROUP_{i}"])
         return hosts
     nodelist = environ.get("SLURM_JOB_NODELIST") or environ.get("SLURM_NODELIST")
     if not nodelist:
         raise JobError("no SLURM_JOB_NODELIST: the agent runs inside a Slurm job")
-    return list(NodeSet(nodelist))
+    return expand(nodelist)
 
 
 def master_port(job_id: int, attempt: int) -> int:
@@ -179,6 +177,8 @@ def run_agent(
     )
     os.chdir(inputs.get("workdir") or os.getcwd())
     code = run_child(launch.argv, launch.env)
+    from slurm_supernode.supervise import ledger
+
     ledger.append(
         job_dir, "node_exit", attempt=attempt, job_id=job_id, node=hostname, exit_code=code
     )

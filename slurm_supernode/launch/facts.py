@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from ClusterShell.NodeSet import NodeSet
-
 from slurm_supernode.errors import SlurmError
 from slurm_supernode.launch.request import ClusterFacts
+from slurm_supernode.site.hostlist import expand
 from slurm_supernode.site.model import Site
 
 
@@ -29,6 +28,6 @@ def gather_facts(site: Site, *, required: bool) -> ClusterFacts | None:
         topology_plugin=feats.topology_plugin,
         supports_segment=bool(feats.supports_segment),
         node_features={n.name: frozenset(n.features) for n in nodes},
-        partition_nodes={p.name: tuple(NodeSet(p.nodes)) for p in parts},
+        partition_nodes={p.name: tuple(expand(p.nodes)) if p.nodes else () for p in parts},
         default_partition=default,
     )

@@ -12,8 +12,10 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable
 
-from ClusterShell.NodeSet import RESOLVER_NOGROUP, NodeSet, NodeSetException
 from ClusterShell.RangeSet import RangeSet, RangeSetException
+
+# ClusterShell.NodeSet costs ~25 ms to import: it is imported where needed (multi-bracket
+# expressions, folding), so the common 1-D case keeps the login path light.
 
 # Refuse expressions that would expand to absurd sizes (typos like n[0-99999999]).
 MAX_HOSTS = 1_000_000
@@ -90,6 +92,8 @@ def _expand_piece(piece: str) -> list[str]:
         text = "".join(
             seg if isinstance(seg, str) else f"[{r}]" for seg, r in zip(segs, combo, strict=True)
         )
+        from ClusterShell.NodeSet import RESOLVER_NOGROUP, NodeSet, NodeSetException
+
         try:
             ns = NodeSet(text, resolver=RESOLVER_NOGROUP)
         except (NodeSetException, ValueError, IndexError) as exc:
@@ -148,6 +152,8 @@ def expand(expr: str) -> list[str]:
 
 def fold(hosts: Iterable[str]) -> str:
     """Fold hosts into one sorted, de-duplicated hostlist expression ('n[0-3],x')."""
+    from ClusterShell.NodeSet import RESOLVER_NOGROUP, NodeSet
+
     return str(NodeSet.fromlist(list(hosts), resolver=RESOLVER_NOGROUP))
 
 
@@ -160,6 +166,8 @@ def fold_ordered(hosts: Iterable[str]) -> str:
     seq = list(hosts)
     if not seq:
         return ""
+    from ClusterShell.NodeSet import RESOLVER_NOGROUP, NodeSet
+
     ordered = list(NodeSet.fromlist(seq, resolver=RESOLVER_NOGROUP))
     if len(ordered) != len(seq):
         raise ValueError("fold_ordered: duplicate hosts")

@@ -15,8 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock
-
 LEDGER = "ledger.jsonl"
 
 
@@ -30,6 +28,8 @@ def append(job_dir: Path, event: str, **fields: Any) -> dict[str, Any]:
     line = json.dumps(record, sort_keys=True, separators=(",", ":")) + "\n"
     path = ledger_path(job_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
+    from filelock import FileLock  # here, not at import: keeps `snrun --dry-run` light
+
     with FileLock(str(path) + ".lock", timeout=60):
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:

@@ -17,10 +17,9 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from ClusterShell.NodeSet import NodeSet
-
 from slurm_supernode.errors import SlurmError
 from slurm_supernode.launch.agent import allocation_hosts, load_inputs, master_port
+from slurm_supernode.site.hostlist import fold
 from slurm_supernode.supervise import ledger
 from slurm_supernode.supervise.classify import (
     AttemptResult,
@@ -119,7 +118,7 @@ def resubmit(job_dir: Path, job_id: int, exclude: tuple[str, ...]) -> int:
     request = json.loads((job_dir / "request.json").read_text())
     args = [f"--dependency=afterany:{job_id}"]
     if exclude:
-        args.append(f"--exclude={NodeSet.fromlist(exclude)}")
+        args.append(f"--exclude={fold(exclude)}")
     new_id = jobs.submit((job_dir / "job.sh").read_text(), args + request["sbatch_args"])
     link_job_id(job_dir.parent, job_dir, new_id)
     return new_id
@@ -148,7 +147,7 @@ def run_supervisor(
         chain = ledger.fold(ledger.read(job_dir))
         history = [(a.cause, a.progress, a.detail) for a in chain.attempts if a.cause]
         attempt = (chain.attempts[-1].attempt + 1) if chain.attempts else 0
-        nodelist = str(NodeSet.fromlist(hosts))
+        nodelist = fold(hosts)
         ledger.append(
             job_dir,
             "attempt_start",

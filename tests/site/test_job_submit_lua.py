@@ -94,13 +94,7 @@ def scripts(tmp_path_factory) -> dict[str, Path]:
     return paths
 
 
-@pytest.mark.parametrize("name", ["local", "nvl72"])
-def test_golden(name):
-    text = export(load_site(str(ROOT / "site-configs" / f"{name}.yaml")), "job-submit-lua")
-    golden = GOLDEN / f"job_submit.{name}.lua"
-    if os.environ.get("SNRUN_UPDATE_GOLDEN") == "1":
-        golden.write_text(text)
-    assert text == golden.read_text()
+# Golden copies of the exported Lua live with the other exports (tests/site/test_export.py).
 
 
 @pytest.mark.skipif(LUAC is None, reason="luac5.1 not installed (apt-get install lua5.1)")
