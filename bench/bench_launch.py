@@ -137,18 +137,16 @@ def submit_to_running(runs: int) -> None:
     a, b = statistics.median(snrun_t), statistics.median(sbatch_t)
     print(f"snrun  submit->RUNNING: median {a:5.2f} s ({', '.join(f'{x:.2f}' for x in snrun_t)})")
     print(f"sbatch submit->RUNNING: median {b:5.2f} s ({', '.join(f'{x:.2f}' for x in sbatch_t)})")
-    print(
-        f"ratio                 : {a / b:.2f}x (target <= 1.3x) {'OK' if a / b <= 1.3 else 'MISSED'}"
-    )
+    verdict = "OK" if a / b <= 1.3 else "MISSED"
+    print(f"ratio                 : {a / b:.2f}x (target <= 1.3x) {verdict}")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=10)
     ns = ap.parse_args()
-    print(
-        f"# bench_launch on {platform.node()}: {os.cpu_count()} CPUs, Python {platform.python_version()}"
-    )
+    py = platform.python_version()
+    print(f"# bench_launch on {platform.node()}: {os.cpu_count()} CPUs, Python {py}")
     dry_run_vs_import(ns.runs)
     submit_to_running(max(3, ns.runs // 2))
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 
 def write_atomic(path: str | os.PathLike[str], text: str, mode: int | None = None) -> Path:
     """Write ``text`` to a temp file beside ``path``, fsync, then rename over it."""
+    import tempfile
+
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-import secrets
 import time
 from pathlib import Path
 
@@ -23,6 +22,8 @@ _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 def job_dir_name(job_name: str, stamp: float | None = None, token: str | None = None) -> str:
     """Folder name from the job name (made filesystem-safe), a timestamp and a random token."""
     safe = _SAFE.sub("_", job_name).strip("._") or "job"
+    import secrets
+
     when = time.strftime("%Y%m%d-%H%M%S", time.localtime(stamp if stamp is not None else None))
     return f"{safe[:48]}-{when}-{token or secrets.token_hex(2)}"
 

@@ -10,8 +10,6 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ClusterShell.NodeSet import NodeSet
-
 from slurm_supernode.slurm.parse import null, parse_kv_records, to_int
 from slurm_supernode.slurm.runner import run_slurm
 
@@ -58,7 +56,9 @@ class PartitionInfo:
 
 
 def _hostlist(nodes: str | Iterable[str]) -> str:
-    return str(NodeSet(nodes if isinstance(nodes, str) else ",".join(nodes)))
+    from slurm_supernode.site.hostlist import expand, fold
+
+    return fold(expand(nodes) if isinstance(nodes, str) else nodes)
 
 
 def node_from_record(rec: dict[str, str]) -> NodeInfo:
