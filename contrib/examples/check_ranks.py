@@ -49,8 +49,11 @@ def main() -> int:
     if device is not None and device != expect.device:
         problems.append(f"device {device} != plan {expect.device}")
 
+    pci_bus = None
     if backend == "nccl":
         torch.cuda.set_device(local_rank)
+        props = torch.cuda.get_device_properties(local_rank)
+        pci_bus = f"{props.pci_domain_id:08x}:{props.pci_bus_id:02x}:{props.pci_device_id:02x}"
     t = torch.full((4,), float(rank + 1), device="cuda" if backend == "nccl" else "cpu")
     dist.all_reduce(t)
     want = world * (world + 1) / 2
@@ -63,6 +66,7 @@ def main() -> int:
         "host": host,
         "supernode": os.environ.get("SNRUN_SUPERNODE"),
         "device": device,
+        "pci_bus": pci_bus,
         "coords": expect.coords,
         "argv": sys.argv[1:],
         "attempt": int(os.environ.get("SNRUN_ATTEMPT", "0")),

@@ -85,6 +85,8 @@ def plan_agent_launch(
     if site.vendor == "ascend":
         env["ASCEND_RT_VISIBLE_DEVICES"] = devices
     else:
+        # Device ids in the site are nvidia-smi's (PCI bus order), not CUDA's default order.
+        env.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
         env["CUDA_VISIBLE_DEVICES"] = devices
     port = int(environ.get("SNRUN_MASTER_PORT") or master_port(job_id, attempt))
     master = rank_map.master.hostname
