@@ -66,7 +66,7 @@ def watch(job_dir: Path, on_step=None, timeout: float = 300) -> float:
     done_hook = False
     while time.time() < deadline:
         try:
-            words = hb.read_text().split()
+            words = hb.read_text().split()  # "step N\nattempt A"
             step, attempt = int(words[1]), int(words[3])
         except (OSError, IndexError, ValueError):
             step, attempt = 0, 0

@@ -7,8 +7,8 @@ What snrun gives the script (environment):
   SNRUN_ATTEMPT          0, 1, 2, ... across the whole chain (restarts and requeues)
   SLURM_RESTART_COUNT    how often Slurm requeued this job id
   SNRUN_CHECKPOINT_DIR   where to write and find checkpoints (shared by every attempt)
-  SNRUN_HEARTBEAT_FILE   write your progress here (e.g. "step 42"): it feeds hang detection
-                         and the "same failure twice at the same point" rule
+  SNRUN_HEARTBEAT_FILE   write your progress here, first line (e.g. "step 42"): it feeds hang
+                         detection and the "same failure twice at the same point" rule
   SIGUSR2                the time limit is near: checkpoint now and exit 0
 
 The --fail-* options inject faults for snrun's own tests.
@@ -74,7 +74,7 @@ def main() -> int:
         dist.all_reduce(t)
         state = {"step": step + 1, "value": state["value"] + t.item()}
         if rank == 0 and heartbeat:
-            Path(heartbeat).write_text(f"step {step + 1} attempt {attempt}\n")
+            Path(heartbeat).write_text(f"step {step + 1}\nattempt {attempt}\n")
         if rank == 0 and args.ckpt_every and state["step"] % args.ckpt_every == 0:
             save(ckpt, state)
         time.sleep(args.step_time)

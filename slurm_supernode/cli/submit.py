@@ -52,6 +52,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--block", action="append", default=[], metavar="NAME=PATH", help="replace one block"
     )
     j.add_argument("--max-restarts", type=int, default=3)
+    j.add_argument(
+        "--preflight",
+        action="store_true",
+        help="`snrun health` on every node before each attempt",
+    )
     j.add_argument("--jobs-dir", help="where job directories go (default: the site's)")
     j.add_argument("--dry-run", action="store_true", help="print script and plan; submit nothing")
     j.add_argument("--parsable", action="store_true", help="print the job id only")
@@ -106,6 +111,7 @@ def spec_from_args(ns: argparse.Namespace) -> JobSpec:
         template=ns.template,
         blocks=tuple(blocks),
         max_restarts=ns.max_restarts,
+        preflight=ns.preflight,
         workdir=ns.workdir,
     )
 

@@ -96,6 +96,7 @@ def plan_job(
         "supernodes": request.supernodes,
         "nodes": request.nodes,
         "max_restarts": spec.max_restarts,
+        "preflight": spec.preflight,
         "program_argv": program_argv(spec),
         "python": python,
         "workdir": workdir,

@@ -42,6 +42,7 @@ class JobSpec:
     template: str | None = None
     blocks: tuple[tuple[str, str], ...] = ()  # (block name, template path) overrides
     max_restarts: int = 3
+    preflight: bool = False  # `snrun health` on every node before each attempt
     workdir: str | None = None
     launcher_python: str | None = None  # python3 that runs the agent inside the job
 

@@ -17,7 +17,8 @@ CAUSES = (
 )
 # Fastest first: restart in the allocation, requeue the same job (bad nodes excluded),
 # submit a fresh job with --exclude, or stop with a final state.
-ACTIONS = ("none", "restart", "requeue", "resubmit", "stop")
+# "slurm": the job was signalled (SIGTERM) by Slurm, which requeues or ends it; nothing to do.
+ACTIONS = ("none", "restart", "requeue", "resubmit", "stop", "slurm")
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,10 @@ def classify(result: AttemptResult) -> tuple[str, tuple[str, ...], str]:
     if result.signal == "USR2":
         return "time_limit", (), "time limit approaching (SIGUSR2): checkpoint and requeue"
     if result.signal == "TERM":
-        return "preemption", (), "job signalled to stop (preempted or cancelled)"
+        if result.bad_nodes:
+            bad = tuple(result.bad_nodes)
+            return "node_failure", bad, f"node(s) lost: {','.join(bad)}; Slurm requeues the job"
+        return "preemption", (), "job signalled to stop (preempted, cancelled or requeued)"
     all_zero = all(c == 0 for c in result.node_exits.values())
     if result.step_exit == 0 and all_zero and set(result.node_exits) >= set(result.hosts):
         return "success", (), "all nodes exited 0"
@@ -82,6 +86,8 @@ def decide(
     cause, blame, detail = classify(result)
     if cause == "success":
         return Decision(cause, "none", detail)
+    if result.signal == "TERM":
+        return Decision(cause, "slurm", detail, exclude=blame)
     used = sum(1 for c, _, _ in history if c == cause)
     budget = budgets.get(cause, 0)
     if used >= budget:
@@ -96,7 +102,7 @@ def decide(
         return Decision(cause, "requeue", detail, exclude=blame)
     if cause == "time_limit":
         return Decision(cause, "requeue", detail)
-    return Decision(cause, "stop", detail)  # preemption: Slurm requeues or ends the job itself
+    return Decision(cause, "stop", detail)
 
 
 def default_budgets(max_restarts: int) -> dict[str, int]:

@@ -44,6 +44,31 @@ def srun_command(
     return [*cmd, "--", *program_argv] if program_argv else cmd
 
 
+def preflight_failures(
+    python: str, job_dir: Path, site_file: str, hosts: list[str], het_size: int, attempt: int
+) -> list[str]:
+    """Run `snrun health` on every node (one srun step); nodes whose checks are critical."""
+    import json
+
+    out_dir = job_dir / "health"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    cmd = srun_command(python, job_dir, hosts, het_size, [])
+    head = cmd[: cmd.index(python)]
+    pattern = str(out_dir / f"%N.{attempt}.json")
+    check = [python, "-m", "slurm_supernode", "health", "--site", site_file, "--json"]
+    subprocess.run([*head, f"--output={pattern}", *check], check=False, timeout=300)
+    bad = []
+    for host in hosts:
+        try:
+            result = json.loads((out_dir / f"{host}.{attempt}.json").read_text())
+        except (OSError, ValueError):
+            bad.append(host)  # no answer from the node is a failure too
+            continue
+        if result.get("status") == 2:
+            bad.append(host)
+    return bad
+
+
 class _Signals:
     """Remember Slurm's signals and forward them to the running step."""
 
@@ -77,7 +102,8 @@ def _bad_nodes(hosts: list[str]) -> list[str]:
 def _read_progress(job_dir: Path) -> tuple[str | None, float | None]:
     path = job_dir / HEARTBEAT
     try:
-        return path.read_text().strip()[:200] or None, path.stat().st_mtime
+        first = path.read_text().strip().splitlines()[:1]  # the marker is the first line
+        return (first[0][:200] if first else None), path.stat().st_mtime
     except OSError:
         return None, None
 
@@ -163,6 +189,18 @@ def run_supervisor(
             "SNRUN_HEARTBEAT_FILE": str(job_dir / HEARTBEAT),
             "SNRUN_CHECKPOINT_DIR": env.get("SNRUN_CHECKPOINT_DIR") or str(job_dir / "checkpoints"),
         }
+        unhealthy = []
+        if inputs.get("preflight"):
+            site_file = str(inputs.get("site_file") or job_dir / "site.yaml")
+            unhealthy = preflight_failures(python, job_dir, site_file, hosts, het_size, attempt)
+        if unhealthy:
+            result = AttemptResult(step_exit=0, node_exits={}, hosts=hosts, health_failed=unhealthy)
+            decision = decide(result, history, budgets)
+            _record_end(job_dir, attempt, job_id, 0, decision, None)
+            code = _act(job_dir, job_id, decision)
+            if code is not None:
+                return code
+            continue
         started = time.time()
         proc = subprocess.Popen(
             srun_command(python, job_dir, hosts, het_size, program_argv), env=step_env
@@ -223,6 +261,8 @@ def _act(job_dir: Path, job_id: int, d: Decision) -> int | None:
         return 0
     if d.action == "restart":
         return None
+    if d.action == "slurm":
+        return 143  # Slurm ends or requeues the job; the next run (if any) goes on from here
     if d.action == "requeue":
         try:
             requeue_self(job_dir, job_id, d.exclude)

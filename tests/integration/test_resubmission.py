@@ -158,3 +158,41 @@ def test_lost_node_job_resumes_without_that_node(slurm_cluster, tmp_path: Path) 
             90,
             f"{victim} back",
         )
+
+
+def test_failed_preflight_health_check_requeues_without_the_node(
+    slurm_cluster, tmp_path: Path
+) -> None:
+    """n3's devices are missing (its site entry points at no device files): with --preflight
+    the supervisor finds it before starting torchrun and requeues the job without n3."""
+    site = tmp_path / "site.yaml"
+    site.write_text(
+        (Path(__file__).resolve().parents[2] / "site-configs" / "local.yaml").read_text()
+        + "\nnode_overrides:\n  - nodes: n3\n    gres_file: /nonexistent/nvidia[0-7]\n"
+    )
+    _, job_dir = submit(
+        "--site",
+        str(site),
+        "-S",
+        "1",
+        "--nproc-per-node",
+        "1",
+        "--preflight",
+        "--sbatch=--exclude=n[4-7]",
+        TRAIN,
+        "--steps",
+        "4",
+        jobs=tmp_path / "jobs",
+    )
+    final = wait_final(job_dir, 240)
+    assert final["state"] == "COMPLETED", final
+    ends = attempts(job_dir)
+    assert (ends[0]["cause"], ends[0]["action"], ends[0]["exclude"]) == (
+        "health",
+        "requeue",
+        ["n3"],
+    )
+    starts = [r for r in ledger(job_dir) if r["event"] == "attempt_start"]
+    from ClusterShell.NodeSet import NodeSet
+
+    assert "n3" not in NodeSet(starts[-1]["nodes"])

@@ -41,6 +41,10 @@ def test_budget_per_cause() -> None:
 def test_signals_and_hang() -> None:
     assert decide(result(signal="USR2", step_exit=0), [], default_budgets(1)).action == "requeue"
     assert classify(result(signal="TERM"))[0] == "preemption"
+    term = decide(result(signal="TERM", step_exit=143), [], default_budgets(1))
+    assert term.action == "slurm"  # Slurm requeues or ends the job: no final state here
+    lost = decide(result(signal="TERM", step_exit=143, bad_nodes=["n2"]), [], default_budgets(1))
+    assert (lost.cause, lost.action, lost.exclude) == ("node_failure", "slurm", ("n2",))
     hung = decide(result(step_exit=143, hung=True), [], default_budgets(1))
     assert (hung.cause, hung.action) == ("hang", "restart")
     health = decide(result(health_failed=["n2"]), [], default_budgets(1))
