@@ -54,19 +54,19 @@ def preflight_failures(
     out_dir.mkdir(parents=True, exist_ok=True)
     cmd = srun_command(python, job_dir, hosts, het_size, [])
     head = cmd[: cmd.index(python)]
-    pattern = str(out_dir / f"%N.{attempt}.json")
+    # %t (task id), not %N: with several slurmd per host %N is the host's name, not the node's.
+    pattern = str(out_dir / f"attempt{attempt}.task%t.json")
     check = [python, "-m", "slurm_supernode", "health", "--site", site_file, "--json"]
     subprocess.run([*head, f"--output={pattern}", *check], check=False, timeout=300)
-    bad = []
-    for host in hosts:
+    status: dict[str, int] = {}
+    for path in out_dir.glob(f"attempt{attempt}.task*.json"):
         try:
-            result = json.loads((out_dir / f"{host}.{attempt}.json").read_text())
+            result = json.loads(path.read_text())
         except (OSError, ValueError):
-            bad.append(host)  # no answer from the node is a failure too
             continue
-        if result.get("status") == 2:
-            bad.append(host)
-    return bad
+        status[str(result.get("node"))] = int(result.get("status", 3))
+    # A node that gave no answer failed too.
+    return [h for h in hosts if status.get(h, 2) == 2]
 
 
 class _Signals:
@@ -254,6 +254,17 @@ def _record_end(
     )
 
 
+def _chain_exclusions(job_dir: Path, new: tuple[str, ...]) -> tuple[str, ...]:
+    """Every node the chain has excluded so far, plus ``new``: a requeue must not bring back a
+    node an earlier attempt found bad."""
+    seen: dict[str, None] = {}
+    for rec in ledger.read(job_dir):
+        if rec["event"] == "attempt_end":
+            seen.update(dict.fromkeys(rec.get("exclude") or []))
+    seen.update(dict.fromkeys(new))
+    return tuple(seen)
+
+
 def _act(job_dir: Path, job_id: int, d: Decision) -> int | None:
     """Carry out the decision; an int ends the supervisor with that exit code."""
     if d.action == "none":
@@ -264,13 +275,14 @@ def _act(job_dir: Path, job_id: int, d: Decision) -> int | None:
     if d.action == "slurm":
         return 143  # Slurm ends or requeues the job; the next run (if any) goes on from here
     if d.action == "requeue":
+        exclude = _chain_exclusions(job_dir, d.exclude)
         try:
-            requeue_self(job_dir, job_id, d.exclude)
-            ledger.append(job_dir, "requeued", job_id=job_id, exclude=list(d.exclude))
+            requeue_self(job_dir, job_id, exclude)
+            ledger.append(job_dir, "requeued", job_id=job_id, exclude=list(exclude))
             return 0
         except SlurmError as exc:
             try:
-                new_id = resubmit(job_dir, job_id, d.exclude)
+                new_id = resubmit(job_dir, job_id, exclude)
             except SlurmError as exc2:
                 reason = f"{d.detail}; requeue failed ({exc}); resubmit failed ({exc2})"
                 ledger.append(job_dir, "final", job_id=job_id, state="FAILED", reason=reason)
