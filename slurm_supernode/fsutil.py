@@ -8,20 +8,20 @@ from pathlib import Path
 from typing import Any
 
 
-def write_atomic(path: str | os.PathLike[str], text: str, mode: int | None = None) -> Path:
-    """Write ``text`` to a temp file beside ``path``, fsync, then rename over it."""
+def write_atomic(path: str | os.PathLike[str], text: str, mode: int = 0o644) -> Path:
+    """Write ``text`` to a temp file beside ``path``, fsync, then rename over it: readers never
+    see half a file, and a crash leaves the old one. The one implementation in the package."""
     import tempfile
 
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     try:
-        with os.fdopen(fd, "w") as fh:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
+        os.chmod(tmp, mode)
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

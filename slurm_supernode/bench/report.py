@@ -251,7 +251,7 @@ def main_report(args, *, db: str, site: str | None = None, bench=None) -> int:
     import json
     from dataclasses import asdict
 
-    from slurm_supernode.cli.bench import write_text_atomic
+    from slurm_supernode.fsutil import write_atomic
 
     thresholds = thresholds_from(args, bench)
     with open_store(db, create=False) as store:
@@ -260,15 +260,15 @@ def main_report(args, *, db: str, site: str | None = None, bench=None) -> int:
     if args.html:
         from slurm_supernode.bench.html import render_html
 
-        write_text_atomic(args.html, render_html(reports))
+        write_atomic(args.html, render_html(reports))
     if args.prom:
         from slurm_supernode.bench.prom import render_prom
 
-        write_text_atomic(args.prom, render_prom(reports))
+        write_atomic(args.prom, render_prom(reports))
     if args.json:
         data = [
             {"run": asdict(r.run), "comparisons": [asdict(c) for c in r.comparisons]}
             for r in reports
         ]
-        write_text_atomic(args.json, json.dumps(data, indent=1) + "\n")
+        write_atomic(args.json, json.dumps(data, indent=1) + "\n")
     return exit_code(reports)

@@ -16,10 +16,10 @@ import argparse
 import json
 import os
 import sys
-from pathlib import Path
 
 from slurm_supernode.bench.model import BACKENDS, TIMINGS
 from slurm_supernode.errors import InputError
+from slurm_supernode.fsutil import write_atomic
 
 ACTIONS = ("run", "report", "submit", "schedule")
 
@@ -155,23 +155,6 @@ def config_from_args(args: argparse.Namespace, env=os.environ):
     )
 
 
-def write_text_atomic(path: str | Path, text: str) -> None:
-    """Write to a temp file beside ``path``, then rename: readers never see half a file."""
-    import tempfile
-
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def _run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     from slurm_supernode.bench.collectives import run_benchmark
@@ -185,7 +168,7 @@ def _run(args: argparse.Namespace) -> int:
         sys.stdout.write(format_run(result))
         sys.stdout.flush()
     if args.json:
-        write_text_atomic(args.json, json.dumps(result.to_dict(), indent=1) + "\n")
+        write_atomic(args.json, json.dumps(result.to_dict(), indent=1) + "\n")
     if args.db:
         from slurm_supernode.bench.store import open_store
 

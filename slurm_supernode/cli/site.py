@@ -78,7 +78,8 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from slurm_supernode.site.export import export, write_atomic
+    from slurm_supernode.fsutil import write_atomic
+    from slurm_supernode.site.export import export
 
     text = export(_load(args.file), args.fmt, args.node_port_base)
     if args.output:

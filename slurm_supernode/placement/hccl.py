@@ -13,12 +13,10 @@ All values are strings, as in Ascend's own examples.
 
 from __future__ import annotations
 
-import json
 import os
-import tempfile
-from pathlib import Path
 
 from slurm_supernode.errors import InputError, PlacementError
+from slurm_supernode.fsutil import write_json_atomic
 from slurm_supernode.placement.model import RankMap
 from slurm_supernode.site.model import Site
 
@@ -158,22 +156,6 @@ def validate_rank_table(table: dict) -> list[str]:
         if sorted(map(str, listed)) != sorted(map(str, server_ids)):
             problems.append("super_pod_list does not list every server exactly once")
     return problems
-
-
-def write_json_atomic(path: str | os.PathLike, data: dict) -> Path:
-    """Write JSON to a temp file in the same folder, then rename over ``path``."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(data, fh, indent=2)
-            fh.write("\n")
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return target
 
 
 def write_rank_table(site: Site, rm: RankMap, path: str | os.PathLike, version: str = "1.0"):

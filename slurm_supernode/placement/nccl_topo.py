@@ -11,12 +11,12 @@ synthesised (``0000:{base+dev}:00.0``) unless given; admins must check them agai
 from __future__ import annotations
 
 import os
-import tempfile
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from pathlib import Path
 
 from slurm_supernode.errors import PlacementError
+from slurm_supernode.fsutil import write_atomic
 from slurm_supernode.placement.model import RankMap
 from slurm_supernode.site.model import NodeSpec, Site
 
@@ -70,14 +70,4 @@ def write_topo_file(site: Site, rm: RankMap, path: str | os.PathLike, **kw) -> P
             where="--nccl-topo-file",
         )
     text = build_topo_xml(specs.pop(), rm.nodes[0].visible_devices, **kw)
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return target
+    return write_atomic(path, text)

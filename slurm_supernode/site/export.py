@@ -15,12 +15,9 @@ checked against golden copies and diffed by admins. Hostlists are folded with Cl
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Callable
 from dataclasses import asdict
 from itertools import groupby
-from pathlib import Path
 
 import yaml
 
@@ -246,17 +243,3 @@ def export(site: Site, fmt: str, node_port_base: int | None = None) -> str:
             )
         return slurm_nodes(site, node_port_base)
     return EXPORTERS[fmt](site)
-
-
-def write_atomic(path: str | os.PathLike, text: str) -> None:
-    """Write via a temp file in the same folder, then rename: readers never see half a file."""
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or ".")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
