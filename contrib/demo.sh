@@ -20,8 +20,9 @@ snrun --wait -S 2 --nproc-per-node 2 --tp 2 -J snrun-demo \
 job=$(ls -t "$SNRUN_JOBS_DIR/by-id" | head -n1)
 dir=$(readlink -f "$SNRUN_JOBS_DIR/by-id/$job")
 echo
-echo "== job $job output (rank 0)"
-grep -v -E 'OMP_NUM_THREADS|^\*+$|^$' "$dir"/logs/slurm-*.out || true
+echo "== job $job: what the program printed (rank 0)"
+sed -n '/^world size/,/placement/p' "$dir"/logs/slurm-*.out
+echo "(full log, torchrun's messages included: $(ls "$dir"/logs/slurm-*.out))"
 echo
 echo "== snrun status $job"
 snrun status "$job"
