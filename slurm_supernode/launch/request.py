@@ -149,7 +149,7 @@ def _size_class(pool: list[SuperNode], want: int, what: str, part: str | None) -
         raise InputError(f"{where} holds no whole super node", where="-p/--partition")
     by_size: dict[int, list[SuperNode]] = {}
     for sn in pool:
-        by_size.setdefault(len(sn.nodes), []).append(sn)
+        by_size.setdefault(sn.job_size, []).append(sn)
     counts = Counter({s: len(v) for s, v in by_size.items()})
     fitting = [s for s, c in counts.most_common() if c >= want]
     if not fitting:
@@ -167,10 +167,10 @@ def _size_class(pool: list[SuperNode], want: int, what: str, part: str | None) -
 
 def _round_up(pool: list[SuperNode], nodes: int, part: str | None) -> tuple[_Choice, int]:
     """Size class and count of whole super nodes that hold ``nodes`` nodes."""
-    sizes = sorted({len(sn.nodes) for sn in pool}, reverse=True)
+    sizes = sorted({sn.job_size for sn in pool}, reverse=True)
     for size in sizes:
         k = math.ceil(nodes / size)
-        members = [sn for sn in pool if len(sn.nodes) == size]
+        members = [sn for sn in pool if sn.job_size == size]
         if len(members) >= k:
             return _Choice(size=size, pool=members), k
     # Nothing fits: let _size_class produce the error with the numbers of the largest class.
@@ -202,10 +202,10 @@ def plan_request(
 
     partial = False
     if spec.nodes is not None:
-        if spec.allow_partial and pool and spec.nodes <= max(len(sn.nodes) for sn in pool):
+        if spec.allow_partial and pool and spec.nodes <= max(sn.job_size for sn in pool):
             partial = True
-            fits = [sn for sn in pool if len(sn.nodes) >= spec.nodes]
-            choice = _Choice(size=max(len(sn.nodes) for sn in fits), pool=fits)
+            fits = [sn for sn in pool if sn.job_size >= spec.nodes]
+            choice = _Choice(size=max(sn.job_size for sn in fits), pool=fits)
         else:
             # Round up to whole super nodes: the largest size class that has enough of them.
             choice, k = _round_up(pool, spec.nodes, partition)
@@ -296,7 +296,8 @@ def plan_request(
 
 
 def whole_supernode_problems(site: Site, hosts: list[str]) -> list[str]:
-    """Super nodes the allocation touches but does not hold whole (empty list: all whole)."""
+    """Super nodes the allocation touches but does not hold whole (empty list: all whole).
+    "Whole" means all nodes but the super node's spares."""
     touched: dict[str, set[str]] = {}
     unknown = []
     for h in hosts:
@@ -307,10 +308,11 @@ def whole_supernode_problems(site: Site, hosts: list[str]) -> list[str]:
     problems = [f"node {h} is not in site {site.name}" for h in unknown]
     for name, got in touched.items():
         sn = site.supernode(name)
-        if len(got) != len(sn.nodes):
+        if len(got) < sn.job_size:
             missing = [h for h in sn.hostnames if h not in got]
+            spare = f", {sn.spares} spare" if sn.spares else ""
             problems.append(
-                f"super node {name}: {len(got)} of {len(sn.nodes)} nodes allocated "
+                f"super node {name}: {len(got)} of {sn.job_size} nodes allocated{spare} "
                 f"(missing {','.join(missing)})"
             )
     return problems

@@ -203,6 +203,7 @@ def site_json(site: Site) -> str:
                 "name": sn.name,
                 "feature": sn.feature,
                 "super_pod_id": sn.super_pod_id,
+                "spares": sn.spares,
                 "nodes": [node_dict(n) for n in sn.nodes],
             }
             for sn in site.supernodes

@@ -37,7 +37,7 @@ def size_classes(site: Site) -> list[tuple[int, list[str]]]:
     """(nodes per super node, features of the super nodes of that size), smallest size first."""
     by_size: dict[int, list[str]] = defaultdict(list)
     for sn in site.supernodes:
-        by_size[len(sn.nodes)].append(sn.feature)
+        by_size[sn.job_size].append(sn.feature)
     return sorted(by_size.items())
 
 

@@ -67,6 +67,7 @@ SN_KEYS = (
     "nodes",
     "racks",
     "super_pod_id",
+    "spares",
     "feature",
     "node_defaults",
     "device_ips",
@@ -611,7 +612,7 @@ class _Builder:
             feature = r["feature"]
             if feature is None:
                 feature = slurm.feature_format.format(name=r["name"])
-            out.append(SuperNode(r["name"], tuple(nodes), feature, r["pod"]))
+            out.append(SuperNode(r["name"], tuple(nodes), feature, r["pod"], r["spares"]))
             self.src.node_src[i] = [h[3] for h in r["hosts"]]
         if vendor == "nvidia" and (ips or any(r["device_ips"] for r in raw)):
             self.err(
@@ -629,6 +630,7 @@ class _Builder:
             "hosts": [],
             "layer": {},
             "pod": None,
+            "spares": 0,
             "feature": None,
             "device_ips": None,
             "host_ip": None,
@@ -679,6 +681,16 @@ class _Builder:
             )
         if "super_pod_id" in m:
             r["pod"] = self.integer(m["super_pod_id"][1], f"{what}.super_pod_id", 0)
+        if "spares" in m:
+            spares = self.integer(m["spares"][1], f"{what}.spares", 0)
+            if spares is not None and r["hosts"] and spares >= len(r["hosts"]):
+                self.err(
+                    m["spares"][1],
+                    f"{what}.spares must be less than its {len(r['hosts'])} nodes, got {spares}",
+                    "spares are nodes held in reserve inside the super node",
+                )
+            elif spares is not None:
+                r["spares"] = spares
         if "feature" in m:
             r["feature"] = self.text(m["feature"][1], f"{what}.feature")
             self.src.sn_feature[i] = self.loc(m["feature"][1])

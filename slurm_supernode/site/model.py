@@ -80,6 +80,9 @@ class SuperNode:
     nodes: tuple[Node, ...]  # physical order
     feature: str  # Slurm node feature that names this super node
     super_pod_id: int | None = None  # Ascend SuperPoD id (rank table v1.2)
+    # Nodes held in reserve: a job asks for len(nodes) - spares of them, so a failed node can be
+    # replaced by a spare of the same super node (e.g. 18 NVL72 trays: 16 used, 2 spare).
+    spares: int = 0
 
     @property
     def hostnames(self) -> tuple[str, ...]:
@@ -88,6 +91,11 @@ class SuperNode:
     @property
     def devices(self) -> int:
         return sum(n.devices for n in self.nodes)
+
+    @property
+    def job_size(self) -> int:
+        """Nodes a job takes from this super node: all but the spares."""
+        return len(self.nodes) - self.spares
 
 
 @dataclass(frozen=True, slots=True)

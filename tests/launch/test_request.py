@@ -114,3 +114,16 @@ def test_sbatch_passthrough_comes_last_in_every_component() -> None:
     for comp in req.components:
         assert comp[-2:] == ("--gres=gpu:2", "--reservation=r")
         assert comp.index("--gres=gpu:8") < comp.index("--gres=gpu:2")  # the later one wins
+
+
+def test_spare_nodes_leave_room_to_replace_a_bad_node_inside_the_supernode() -> None:
+    s = site()
+    with_spares = dataclasses.replace(
+        s, supernodes=tuple(dataclasses.replace(sn, spares=1) for sn in s.supernodes)
+    )
+    req = plan_request(spec(supernodes=2), with_spares)
+    assert req.nodes == 6 and all("--nodes=3" in c for c in req.components)
+    # 3 of sn00's 4 nodes (n1 excluded after a failure) still count as the whole super node
+    assert whole_supernode_problems(with_spares, ["n0", "n2", "n3"]) == []
+    probs = whole_supernode_problems(with_spares, ["n0", "n2"])
+    assert probs == ["super node sn00: 2 of 3 nodes allocated, 1 spare (missing n1,n3)"]

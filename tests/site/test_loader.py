@@ -205,3 +205,26 @@ def test_super_node_ips_must_name_its_own_hosts():
     )
     assert [(p.line, p.col) for p in problems] == [(10, 38)]
     assert "host 'x1' is not in super node 'a'" in problems[0].message
+
+
+def test_spares_are_loaded_and_checked() -> None:
+    from slurm_supernode.site.loader import parse_site
+
+    text = (
+        "name: s\nvendor: nvidia\nsupernodes:\n"
+        "  - {name: a, nodes: 'n[0-3]', spares: 1}\n"
+        "  - {name: b, nodes: 'm[0-1]', spares: 2}\n"
+        "node_defaults: {devices: 4}\n"
+        "links:\n"
+        "  node: {bandwidth_gbps: 1, latency_us: 1}\n"
+        "  supernode: {bandwidth_gbps: 1, latency_us: 1}\n"
+        "  inter: {bandwidth_gbps: 1, latency_us: 1}\n"
+    )
+    site, problems = parse_site(text, "s.yaml")
+    assert [str(p) for p in problems] == [
+        "s.yaml:5:40: super node 'b'.spares must be less than its 2 nodes, got 2 "
+        "(hint: spares are nodes held in reserve inside the super node)"
+    ]
+    site, problems = parse_site(text.replace("spares: 2", "spares: 0"), "s.yaml")
+    assert not problems and site is not None
+    assert [(sn.spares, sn.job_size) for sn in site.supernodes] == [(1, 3), (0, 2)]
