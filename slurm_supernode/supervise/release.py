@@ -11,16 +11,49 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from slurm_supernode.errors import SnrunError
+from slurm_supernode.site.model import Site
 
 
-def spawn_releaser(job_id: int, exclude: tuple[str, ...], log: Path) -> None:
+@dataclass(frozen=True)
+class Preference:
+    """The super node a requeued job should stay in: its feature, nodes and the count needed."""
+
+    feature: str
+    nodes: tuple[str, ...]
+    need: int
+
+
+def preferred_supernode(
+    site: Site, hosts: list[str], exclude: tuple[str, ...], het_size: int
+) -> Preference | None:
+    """The one super node of the allocation that lost nodes, if its spares can replace them.
+    (Het jobs are left alone: their components carry the constraint one by one.)"""
+    if het_size > 1 or not exclude:
+        return None
+    hit = {site.node(h).supernode for h in exclude if site.has_node(h)}
+    mine = {site.node(h).supernode for h in hosts if site.has_node(h)}
+    if len(hit) != 1 or not hit <= mine:
+        return None
+    sn = site.supernode(hit.pop())
+    if len(sn.nodes) - sum(1 for h in sn.hostnames if h in exclude) < sn.job_size:
+        return None
+    return Preference(sn.feature, sn.hostnames, sn.job_size)
+
+
+def spawn_releaser(
+    job_id: int, exclude: tuple[str, ...], log: Path, prefer: Preference | None = None
+) -> None:
     """Start ``python -m slurm_supernode.supervise.release`` detached from the job: ``setsid -f``
     forks twice, so the releaser is a child of init (not of the job) before the requeue."""
     log.parent.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "slurm_supernode.supervise.release", str(job_id), *exclude]
+    if prefer is not None:
+        cmd += ["--prefer", prefer.feature, "--prefer-nodes", ",".join(prefer.nodes)]
+        cmd += ["--prefer-need", str(prefer.need)]
     with open(log, "ab") as out:
         subprocess.run(
             ["setsid", "-f", *cmd],
@@ -33,30 +66,52 @@ def spawn_releaser(job_id: int, exclude: tuple[str, ...], log: Path) -> None:
         )
 
 
-def release(job_id: int, exclude: list[str]) -> None:
-    from ClusterShell.NodeSet import NodeSet
-
+def release(job_id: int, exclude: list[str], prefer: Preference | None = None) -> str:
+    """Exclusions, optional pin to the preferred super node, then start now. Returns what it did."""
+    from slurm_supernode.site.hostlist import fold
     from slurm_supernode.slurm import jobs
+    from slurm_supernode.slurm.nodes import node_infos
 
-    deadline_wait = 120.0
-    info = jobs.wait_for(job_id, ["PENDING"], timeout=deadline_wait, poll=0.5)
+    info = jobs.wait_for(job_id, ["PENDING"], timeout=120.0, poll=0.5)
     if info.state != "PENDING":
-        return
+        return f"job {job_id} is {info.state}: nothing to release"
+    done = []
     if exclude:
-        jobs.update_job(job_id, ExcNodeList=str(NodeSet.fromlist(exclude)))
+        jobs.update_job(job_id, ExcNodeList=fold(exclude))
+        done.append(f"excluded {fold(exclude)}")
+    if prefer is not None:
+        free = [
+            n.name
+            for n in node_infos(list(prefer.nodes))
+            if n.usable and n.state == "idle" and n.name not in exclude
+        ]
+        if len(free) >= prefer.need:
+            jobs.update_job(job_id, Features=prefer.feature)
+            done.append(f"pinned to super node {prefer.feature} ({len(free)} idle nodes)")
+        else:
+            done.append(f"{prefer.feature} has {len(free)} idle nodes, needs {prefer.need}")
     jobs.release_requeued(job_id, timeout=60)
+    return f"job {job_id} released" + (": " + "; ".join(done) if done else "")
 
 
 def main(argv: list[str]) -> int:
-    if not argv or not argv[0].isdigit():
-        print("usage: python -m slurm_supernode.supervise.release JOBID [NODE...]", file=sys.stderr)
-        return 2
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m slurm_supernode.supervise.release")
+    ap.add_argument("job_id", type=int)
+    ap.add_argument("exclude", nargs="*")
+    ap.add_argument("--prefer")
+    ap.add_argument("--prefer-nodes", default="")
+    ap.add_argument("--prefer-need", type=int, default=0)
+    ns = ap.parse_args(argv)
+    prefer = None
+    if ns.prefer:
+        prefer = Preference(ns.prefer, tuple(ns.prefer_nodes.split(",")), ns.prefer_need)
     try:
-        release(int(argv[0]), argv[1:])
+        print(f"snrun release: {release(ns.job_id, ns.exclude, prefer)}", file=sys.stderr)
     except SnrunError as exc:
         print(f"snrun release: {exc}", file=sys.stderr)
         return 1
-    print(f"snrun release: job {argv[0]} released", file=sys.stderr)
     return 0
 
 

@@ -17,7 +17,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from slurm_supernode.errors import SlurmError
+from slurm_supernode.errors import SlurmError, SnrunError
 from slurm_supernode.launch.agent import allocation_hosts, load_inputs, master_port
 from slurm_supernode.site.hostlist import fold
 from slurm_supernode.supervise import ledger
@@ -27,6 +27,7 @@ from slurm_supernode.supervise.classify import (
     decide,
     default_budgets,
 )
+from slurm_supernode.supervise.release import Preference, preferred_supernode, spawn_releaser
 
 HEARTBEAT = "heartbeat"
 
@@ -125,12 +126,14 @@ def _close_orphan_attempt(job_dir: Path, job_id: int, restart_count: int) -> Non
         )
 
 
-def requeue_self(job_dir: Path, job_id: int, exclude: tuple[str, ...]) -> None:
-    """Requeue this job; a detached releaser excludes bad nodes and lets it start at once."""
+def requeue_self(
+    job_dir: Path, job_id: int, exclude: tuple[str, ...], prefer: Preference | None = None
+) -> None:
+    """Requeue this job; a detached releaser excludes bad nodes, keeps the job in its super
+    node when spares allow, and lets it start at once."""
     from slurm_supernode.slurm import jobs
-    from slurm_supernode.supervise.release import spawn_releaser
 
-    spawn_releaser(job_id, exclude, job_dir / "logs" / f"release-{job_id}.log")
+    spawn_releaser(job_id, exclude, job_dir / "logs" / f"release-{job_id}.log", prefer)
     jobs.requeue(job_id, release=False)
 
 
@@ -197,7 +200,8 @@ def run_supervisor(
             result = AttemptResult(step_exit=0, node_exits={}, hosts=hosts, health_failed=unhealthy)
             decision = decide(result, history, budgets)
             _record_end(job_dir, attempt, job_id, 0, decision, None)
-            code = _act(job_dir, job_id, decision)
+            prefer = _preference(inputs, hosts, decision, het_size)
+            code = _act(job_dir, job_id, decision, prefer)
             if code is not None:
                 return code
             continue
@@ -230,7 +234,8 @@ def run_supervisor(
         )
         decision = decide(result, history, budgets)
         _record_end(job_dir, attempt, job_id, rc, decision, progress)
-        code = _act(job_dir, job_id, decision)
+        prefer = _preference(inputs, hosts, decision, het_size)
+        code = _act(job_dir, job_id, decision, prefer)
         if code is not None:
             return code
         signals.got = None
@@ -265,7 +270,19 @@ def _chain_exclusions(job_dir: Path, new: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(seen)
 
 
-def _act(job_dir: Path, job_id: int, d: Decision) -> int | None:
+def _preference(inputs: dict, hosts: list[str], d: Decision, het_size: int) -> Preference | None:
+    if d.action != "requeue" or not d.exclude:
+        return None
+    from slurm_supernode.site.loader import load_site
+
+    try:
+        site = load_site(inputs["site_file"])
+    except SnrunError:
+        return None
+    return preferred_supernode(site, hosts, d.exclude, het_size)
+
+
+def _act(job_dir: Path, job_id: int, d: Decision, prefer: Preference | None = None) -> int | None:
     """Carry out the decision; an int ends the supervisor with that exit code."""
     if d.action == "none":
         ledger.append(job_dir, "final", job_id=job_id, state="COMPLETED", reason=d.detail)
@@ -277,7 +294,7 @@ def _act(job_dir: Path, job_id: int, d: Decision) -> int | None:
     if d.action == "requeue":
         exclude = _chain_exclusions(job_dir, d.exclude)
         try:
-            requeue_self(job_dir, job_id, exclude)
+            requeue_self(job_dir, job_id, exclude, prefer)
             ledger.append(job_dir, "requeued", job_id=job_id, exclude=list(exclude))
             return 0
         except SlurmError as exc:

@@ -196,3 +196,42 @@ def test_failed_preflight_health_check_requeues_without_the_node(
     from ClusterShell.NodeSet import NodeSet
 
     assert "n3" not in NodeSet(starts[-1]["nodes"])
+
+
+def test_requeue_stays_in_the_supernode_when_a_spare_can_replace_the_bad_node(
+    slurm_cluster, tmp_path: Path
+) -> None:
+    """Super nodes with one spare: a 3-node job on sn0 whose n1 fails its preflight check is
+    requeued without n1 and pinned to sn0, where the spare n3 replaces it."""
+    site = tmp_path / "site.yaml"
+    text = (Path(__file__).resolve().parents[2] / "site-configs" / "local.yaml").read_text()
+    text = text.replace("    nodes: n[0-3]\n", "    nodes: n[0-3]\n    spares: 1\n")
+    text = text.replace("    nodes: n[4-7]\n", "    nodes: n[4-7]\n    spares: 1\n")
+    site.write_text(
+        text + "\nnode_overrides:\n  - nodes: n1\n    gres_file: /nonexistent/nvidia[0-7]\n"
+    )
+    _, job_dir = submit(
+        "--site",
+        str(site),
+        "-S",
+        "1",
+        "--nproc-per-node",
+        "1",
+        "--preflight",
+        "--sbatch=--exclude=n[3-7]",
+        TRAIN,
+        "--steps",
+        "4",
+        jobs=tmp_path / "jobs",
+    )
+    final = wait_final(job_dir, 240)
+    assert final["state"] == "COMPLETED", final
+    ends = attempts(job_dir)
+    assert (ends[0]["cause"], ends[0]["exclude"]) == ("health", ["n1"])
+    starts = [r for r in ledger(job_dir) if r["event"] == "attempt_start"]
+    from ClusterShell.NodeSet import NodeSet
+
+    assert set(NodeSet(starts[0]["nodes"])) == {"n0", "n1", "n2"}
+    assert set(NodeSet(starts[-1]["nodes"])) == {"n0", "n2", "n3"}  # same super node, spare n3
+    log = (job_dir / "logs" / f"release-{starts[0]['job_id']}.log").read_text()
+    assert "pinned to super node sn0" in log
