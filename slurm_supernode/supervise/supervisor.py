@@ -166,6 +166,8 @@ def run_supervisor(
     het_size = int(env.get("SLURM_HET_SIZE", "0") or 0)
     budgets = default_budgets(int(env.get("SNRUN_MAX_RESTARTS") or inputs.get("max_restarts", 3)))
     hang_timeout = float(env.get("SNRUN_HANG_TIMEOUT") or inputs.get("hang_timeout") or 0)
+    # Before an attempt's first heartbeat, only a start that takes this long counts as a hang.
+    hang_startup = float(env.get("SNRUN_HANG_STARTUP") or max(600.0, hang_timeout))
     python = inputs.get("python") or sys.executable
     if (ledger.fold(ledger.read(job_dir)).final or {}).get("state") == "CANCELLED":
         return 0
@@ -215,9 +217,11 @@ def run_supervisor(
             time.sleep(0.5)
             if hang_timeout > 0 and not hung:
                 _, mtime = _read_progress(job_dir)
-                last = max(mtime or 0.0, started)
-                if time.time() - last > hang_timeout:
-                    hung = True
+                if mtime is not None and mtime > started:  # this attempt reports progress
+                    hung = time.time() - mtime > hang_timeout
+                else:  # still starting (imports, rendezvous): a longer grace
+                    hung = time.time() - started > hang_startup
+                if hung:
                     proc.send_signal(signal.SIGTERM)
         rc = proc.returncode if proc.returncode >= 0 else 128 - proc.returncode
         signals.proc = None

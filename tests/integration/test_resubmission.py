@@ -235,3 +235,50 @@ def test_requeue_stays_in_the_supernode_when_a_spare_can_replace_the_bad_node(
     assert set(NodeSet(starts[-1]["nodes"])) == {"n0", "n2", "n3"}  # same super node, spare n3
     log = (job_dir / "logs" / f"release-{starts[0]['job_id']}.log").read_text()
     assert "pinned to super node sn0" in log
+
+
+def test_hung_rank_is_stopped_and_restarted(slurm_cluster, tmp_path: Path) -> None:
+    """A rank stops making progress (sleeps inside the step): no heartbeat for
+    SNRUN_HANG_TIMEOUT seconds, the supervisor stops the step and restarts it."""
+    _, job_dir, final = run_chain(
+        tmp_path,
+        "--env",
+        "SNRUN_HANG_TIMEOUT=8",
+        TRAIN,
+        "--steps",
+        "8",
+        "--fail-attempt",
+        "0",
+        "--fail-mode",
+        "hang",
+        timeout=300,
+    )
+    assert final["state"] == "COMPLETED", final
+    ends = attempts(job_dir)
+    assert [(a["cause"], a["action"]) for a in ends] == [("hang", "restart"), ("success", "none")]
+
+
+def test_cancel_ends_the_whole_chain(slurm_cluster, tmp_path: Path) -> None:
+    job_id, job_dir = submit(
+        "-S",
+        "1",
+        "--nproc-per-node",
+        "1",
+        TRAIN,
+        "--steps",
+        "400",
+        "--step-time",
+        "0.5",
+        jobs=tmp_path / "jobs",
+    )
+    wait_for(lambda: step_of(job_dir / "heartbeat") >= 2, 120, "progress")
+    out = snrun("cancel", str(job_id), jobs=tmp_path / "jobs")
+    assert f"cancelled job chain {job_dir.name}" in out.stdout
+    from slurm_supernode.slurm.jobs import wait_for as wait_job
+
+    assert wait_job(job_id, ["CANCELLED"], timeout=60).state == "CANCELLED"
+    time.sleep(2)
+    import json
+
+    status = json.loads(snrun("status", str(job_id), "--json", jobs=tmp_path / "jobs").stdout)
+    assert status["state"] == "CANCELLED" and status["job_ids"] == [job_id]
