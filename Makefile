@@ -1,5 +1,6 @@
 # slurm-supernode: the two commands of the README are `make demo` and `make test`.
 PYTHON ?= python3
+export PATH := $(PATH):/usr/sbin:/sbin
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 
 .PHONY: install demo test lint format unit integration bench cluster-up cluster-down clean

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Install what snrun, its tests and the local cluster need. Idempotent; Debian, as root.
 set -euo pipefail
+# Slurm and munge daemons live in /usr/sbin, which a non-login shell may not have on PATH.
+export PATH=$PATH:/usr/sbin:/sbin
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 
