@@ -243,7 +243,9 @@ def run_supervisor(
         if code is not None:
             return code
         signals.got = None
-        time.sleep(min(1.0 * (attempt + 1), 5.0))  # back-off before restarting in place
+        time.sleep(
+            min(1.0 * attempt, 5.0)
+        )  # back-off: none for the first restart, then 1 s more each
 
 
 def _record_end(
