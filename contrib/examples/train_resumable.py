@@ -89,6 +89,8 @@ def main() -> int:
             return 0
     if rank == 0:
         save(ckpt, state)
+        if heartbeat:  # "done": the supervisor stops watching for hangs while we shut down
+            Path(heartbeat).write_text(f"done step {state['step']}\nattempt {attempt}\n")
         print(f"attempt {attempt}: done, {state['step']} steps, value {state['value']}", flush=True)
     dist.destroy_process_group()
     return 0

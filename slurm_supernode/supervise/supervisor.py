@@ -174,7 +174,9 @@ def run_supervisor(
     signals = _Signals()
     _close_orphan_attempt(job_dir, job_id, restart_count)
 
+    hang_limit = hang_timeout
     while True:
+        hang_timeout = hang_limit
         chain = ledger.fold(ledger.read(job_dir))
         history = [(a.cause, a.progress, a.detail) for a in chain.attempts if a.cause]
         attempt = (chain.attempts[-1].attempt + 1) if chain.attempts else 0
@@ -216,8 +218,12 @@ def run_supervisor(
         while proc.poll() is None:
             time.sleep(0.5)
             if hang_timeout > 0 and not hung:
-                _, mtime = _read_progress(job_dir)
-                if mtime is not None and mtime > started:  # this attempt reports progress
+                marker, mtime = _read_progress(job_dir)
+                fresh = mtime is not None and mtime > started
+                if fresh and (marker or "").startswith("done"):
+                    hang_timeout = 0.0  # the script finished its work: shutdown is no hang
+                    continue
+                if fresh:  # this attempt reports progress
                     hung = time.time() - mtime > hang_timeout
                 else:  # still starting (imports, rendezvous): a longer grace
                     hung = time.time() - started > hang_startup

@@ -243,7 +243,7 @@ def test_hung_rank_is_stopped_and_restarted(slurm_cluster, tmp_path: Path) -> No
     _, job_dir, final = run_chain(
         tmp_path,
         "--env",
-        "SNRUN_HANG_TIMEOUT=8",
+        "SNRUN_HANG_TIMEOUT=10",
         TRAIN,
         "--steps",
         "8",
