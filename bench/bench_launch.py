@@ -76,6 +76,16 @@ def until_running(job: str, env: dict[str, str], t0: float) -> float:
         time.sleep(0.05)
 
 
+def submit_and_time(cmd: list[str], env: dict[str, str]) -> float:
+    """Seconds from running ``cmd`` (a --parsable submission) until the job is RUNNING."""
+    t0 = time.perf_counter()
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
+    job = out.stdout.strip()
+    elapsed = until_running(job, env, t0)
+    subprocess.run(["scancel", job], env=env, check=True)
+    return elapsed
+
+
 def submit_to_running(runs: int) -> None:
     conf = os.environ.get("SLURM_CONF", "/tmp/snrun-minicluster/etc/slurm.conf")
     env = ENV | {"SLURM_CONF": conf}
@@ -87,52 +97,14 @@ def submit_to_running(runs: int) -> None:
         script = Path(tmp) / "sleep.py"
         script.write_text("import time; time.sleep(1)\n")
         for _ in range(runs):
-            t0 = time.perf_counter()
-            out = subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "slurm_supernode",
-                    "--site",
-                    "local",
-                    "-S",
-                    "1",
-                    "--nproc-per-node",
-                    "1",
-                    "--jobs-dir",
-                    tmp,
-                    "--parsable",
-                    str(script),
-                ],
-                env=env,
-                capture_output=True,
-                text=True,
-                check=True,
-            )
-            job = out.stdout.strip()
-            snrun_t.append(until_running(job, env, t0))
-            subprocess.run(["scancel", job], env=env, check=True)
-            t0 = time.perf_counter()
-            out = subprocess.run(
-                [
-                    "sbatch",
-                    "--parsable",
-                    "-N4",
-                    "--exclusive",
-                    "--constraint=[sn0|sn1]",
-                    "-o",
-                    "/dev/null",
-                    "--wrap",
-                    "sleep 30",
-                ],
-                env=env,
-                capture_output=True,
-                text=True,
-                check=True,
-            )
-            job = out.stdout.strip()
-            sbatch_t.append(until_running(job, env, t0))
-            subprocess.run(["scancel", job], env=env, check=True)
+            snrun_t.append(submit_and_time([
+                sys.executable, "-m", "slurm_supernode", "--site", "local", "-S", "1",
+                "--nproc-per-node", "1", "--jobs-dir", tmp, "--parsable", str(script),
+            ], env))  # fmt: skip
+            sbatch_t.append(submit_and_time([
+                "sbatch", "--parsable", "-N4", "--exclusive", "--constraint=[sn0|sn1]",
+                "-o", "/dev/null", "--wrap", "sleep 30",
+            ], env))  # fmt: skip
             time.sleep(1)
     a, b = statistics.median(snrun_t), statistics.median(sbatch_t)
     print(f"snrun  submit->RUNNING: median {a:5.2f} s ({', '.join(f'{x:.2f}' for x in snrun_t)})")

@@ -31,6 +31,34 @@ def step_of(heartbeat: Path) -> int:
         return 0
 
 
+def site_with_broken_node(tmp_path: Path, node: str, spares: int = 0) -> Path:
+    """local.yaml whose ``node`` points at no device files (its health check fails), with
+    ``spares`` spare nodes per super node."""
+    text = (Path(__file__).resolve().parents[2] / "site-configs" / "local.yaml").read_text()
+    if spares:
+        for nodes in ("n[0-3]", "n[4-7]"):
+            text = text.replace(
+                f"    nodes: {nodes}\n", f"    nodes: {nodes}\n    spares: {spares}\n"
+            )
+    site = tmp_path / "site.yaml"
+    site.write_text(
+        text + f"\nnode_overrides:\n  - nodes: {node}\n    gres_file: /nonexistent/nvidia[0-7]\n"
+    )
+    return site
+
+
+def submit_preflight(tmp_path: Path, site: Path, exclude: str) -> Path:
+    """A 4-step job with --preflight, kept off ``exclude`` for its first attempt; waits for the
+    chain to complete and returns its job dir."""
+    _, job_dir = submit(
+        "--site", str(site), "-S", "1", "--nproc-per-node", "1", "--preflight",
+        f"--sbatch=--exclude={exclude}", TRAIN, "--steps", "4", jobs=tmp_path / "jobs",
+    )  # fmt: skip
+    final = wait_final(job_dir, 240)
+    assert final["state"] == "COMPLETED", final
+    return job_dir
+
+
 def run_chain(tmp_path: Path, *args: str, timeout: float = 240) -> tuple[int, Path, dict]:
     job_id, job_dir = submit("-S", "1", "--nproc-per-node", "2", *args, jobs=tmp_path / "jobs")
     return job_id, job_dir, wait_final(job_dir, timeout)
@@ -165,27 +193,7 @@ def test_failed_preflight_health_check_requeues_without_the_node(
 ) -> None:
     """n3's devices are missing (its site entry points at no device files): with --preflight
     the supervisor finds it before starting torchrun and requeues the job without n3."""
-    site = tmp_path / "site.yaml"
-    site.write_text(
-        (Path(__file__).resolve().parents[2] / "site-configs" / "local.yaml").read_text()
-        + "\nnode_overrides:\n  - nodes: n3\n    gres_file: /nonexistent/nvidia[0-7]\n"
-    )
-    _, job_dir = submit(
-        "--site",
-        str(site),
-        "-S",
-        "1",
-        "--nproc-per-node",
-        "1",
-        "--preflight",
-        "--sbatch=--exclude=n[4-7]",
-        TRAIN,
-        "--steps",
-        "4",
-        jobs=tmp_path / "jobs",
-    )
-    final = wait_final(job_dir, 240)
-    assert final["state"] == "COMPLETED", final
+    job_dir = submit_preflight(tmp_path, site_with_broken_node(tmp_path, "n3"), "n[4-7]")
     ends = attempts(job_dir)
     assert (ends[0]["cause"], ends[0]["action"], ends[0]["exclude"]) == (
         "health",
@@ -203,29 +211,8 @@ def test_requeue_stays_in_the_supernode_when_a_spare_can_replace_the_bad_node(
 ) -> None:
     """Super nodes with one spare: a 3-node job on sn0 whose n1 fails its preflight check is
     requeued without n1 and pinned to sn0, where the spare n3 replaces it."""
-    site = tmp_path / "site.yaml"
-    text = (Path(__file__).resolve().parents[2] / "site-configs" / "local.yaml").read_text()
-    text = text.replace("    nodes: n[0-3]\n", "    nodes: n[0-3]\n    spares: 1\n")
-    text = text.replace("    nodes: n[4-7]\n", "    nodes: n[4-7]\n    spares: 1\n")
-    site.write_text(
-        text + "\nnode_overrides:\n  - nodes: n1\n    gres_file: /nonexistent/nvidia[0-7]\n"
-    )
-    _, job_dir = submit(
-        "--site",
-        str(site),
-        "-S",
-        "1",
-        "--nproc-per-node",
-        "1",
-        "--preflight",
-        "--sbatch=--exclude=n[3-7]",
-        TRAIN,
-        "--steps",
-        "4",
-        jobs=tmp_path / "jobs",
-    )
-    final = wait_final(job_dir, 240)
-    assert final["state"] == "COMPLETED", final
+    site = site_with_broken_node(tmp_path, "n1", spares=1)
+    job_dir = submit_preflight(tmp_path, site, "n[3-7]")
     ends = attempts(job_dir)
     assert (ends[0]["cause"], ends[0]["exclude"]) == ("health", ["n1"])
     starts = [r for r in ledger(job_dir) if r["event"] == "attempt_start"]
