@@ -31,6 +31,23 @@ def step_of(heartbeat: Path) -> int:
         return 0
 
 
+def processes_on(node: str, job_id: str) -> list[int]:
+    """PIDs of the job's tasks that Slurm started on ``node`` (on the local cluster every node
+    is this host; the tasks' environment says which node they belong to)."""
+    wanted = {f"SLURMD_NODENAME={node}".encode(), f"SLURM_JOB_ID={job_id}".encode()}
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            env = set((entry / "environ").read_bytes().split(b"\0"))
+        except OSError:
+            continue
+        if wanted <= env:
+            pids.append(int(entry.name))
+    return pids
+
+
 def site_with_broken_node(tmp_path: Path, node: str, spares: int = 0) -> Path:
     """local.yaml whose ``node`` points at no device files (its health check fails), with
     ``spares`` spare nodes per super node."""
@@ -140,16 +157,17 @@ def test_time_limit_signal_checkpoints_and_the_next_attempt_resumes(
 
 
 def test_lost_node_job_resumes_without_that_node(slurm_cluster, tmp_path: Path) -> None:
-    """kill -9 one slurmd under a running job: Slurm marks the node down and requeues the job;
-    the rerun lands on whole super nodes without it and resumes from the last checkpoint."""
-    _, job_dir = submit(
+    """A node is lost under a running job (its slurmd killed, its tasks frozen, as when a host
+    stops answering): Slurm marks the node down and requeues the job; the rerun lands on whole
+    super nodes without it and resumes from the last checkpoint."""
+    job_id, job_dir = submit(
         "-S",
         "1",
         "--nproc-per-node",
         "1",
         TRAIN,
         "--steps",
-        "120",
+        "60",
         "--step-time",
         "0.25",
         "--ckpt-every",
@@ -164,7 +182,12 @@ def test_lost_node_job_resumes_without_that_node(slurm_cluster, tmp_path: Path) 
     victim = list(NodeSet(first["nodes"]))[-1]  # not the batch host (the first node)
     pid_file = slurm_cluster.state_dir / "run" / f"slurmd-{victim}.pid"
     pid = int(pid_file.read_text().strip())
+    frozen = processes_on(victim, str(job_id))
+    assert frozen, f"no task of job {job_id} found on {victim}"
     subprocess.run(["kill", "-9", str(pid)], check=True)
+    # Freeze the node's tasks too: the job cannot finish before Slurm's SlurmdTimeout notices the
+    # node (a killed slurmd alone leaves the tasks running, and a short job may win that race).
+    subprocess.run(["kill", "-STOP", *map(str, frozen)], check=False)
     try:
         final = wait_final(job_dir, 300)
         assert final["state"] == "COMPLETED", final
@@ -177,6 +200,7 @@ def test_lost_node_job_resumes_without_that_node(slurm_cluster, tmp_path: Path) 
         resumed = [int(x.split("step ")[1]) for x in log.splitlines() if "starting at step" in x]
         assert resumed[-1] >= 5, log[-2000:]
     finally:
+        subprocess.run(["kill", "-KILL", *map(str, frozen)], check=False, capture_output=True)
         conf = str(slurm_cluster.conf)
         subprocess.run(["slurmd", "-f", conf, "-N", victim], check=False)
         from slurm_supernode.slurm.nodes import node_infos
