@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -25,3 +26,18 @@ def test_login_path_does_not_import_torch():
         "assert 'torch' not in sys.modules, 'torch imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
+
+
+def test_dry_run_stays_light(tmp_path):
+    """A dry run (the login path users wait on) loads neither torch nor the heavier helpers
+    that only other paths need: ClusterShell's NodeSet (~25 ms), filelock."""
+    code = (
+        "import sys; from slurm_supernode.cli.main import main;"
+        f"rc = main(['--site', 'local', '-S', '2', '--jobs-dir', {str(tmp_path)!r},"
+        " '--dry-run', 'train.py']);"
+        "heavy = sorted({'torch', 'ClusterShell.NodeSet', 'filelock'} & set(sys.modules));"
+        "assert rc == 0 and not heavy, (rc, heavy)"
+    )
+    env = dict(os.environ, SLURM_CONF="/nonexistent/slurm.conf")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]

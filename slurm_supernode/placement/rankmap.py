@@ -15,8 +15,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ClusterShell.NodeSet import NodeSet, NodeSetParseError
-
 from slurm_supernode.errors import InputError, PlacementError
 from slurm_supernode.placement.model import (
     DIMENSIONS,
@@ -31,6 +29,8 @@ from slurm_supernode.site.model import Node, Site
 def parse_hosts(hosts: Sequence[str] | str) -> list[str]:
     """Expand a hostlist (``n[0-7],m1``) or pass a sequence through; reject duplicates."""
     if isinstance(hosts, str):
+        from ClusterShell.NodeSet import NodeSet, NodeSetParseError  # ~25 ms: only when used
+
         try:
             names = list(NodeSet(hosts))
         except NodeSetParseError as exc:
@@ -49,6 +49,8 @@ def parse_hosts(hosts: Sequence[str] | str) -> list[str]:
 
 
 def _fold(names: Sequence[str], limit: int = 200) -> str:
+    from ClusterShell.NodeSet import NodeSet
+
     text = str(NodeSet.fromlist(names))
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
@@ -94,7 +96,12 @@ def order_nodes(site: Site, names: list[str], physical: bool) -> list[Node]:
         )
     # physical: super node ordinal, then node index. Otherwise Slurm's plain hostname order
     # (natural sort), the baseline a topology-blind launcher would use.
-    names = sorted(names, key=site.physical_position) if physical else list(NodeSet.fromlist(names))
+    if physical:
+        names = sorted(names, key=site.physical_position)
+    else:
+        from ClusterShell.NodeSet import NodeSet
+
+        names = list(NodeSet.fromlist(names))
     return [site.node(h) for h in names]
 
 

@@ -125,3 +125,46 @@ def test_dry_run_cli_submits_nothing(tmp_path: Path) -> None:
     assert "sbatch --job-name=train.py" in out.stdout and "world size 16" in out.stdout
     assert "'$(x)'" in out.stdout
     assert not (tmp_path / "jobs").exists()
+
+
+def test_compiled_template_cache_is_used_and_never_stale(tmp_path: Path, monkeypatch) -> None:
+    """The per-user cache of compiled templates fills on the first render, serves the second,
+    and an edited template is recompiled (its source checksum changed)."""
+    from slurm_supernode.launch.render import render_sbatch
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("SNRUN_CACHE_DIR", str(cache))
+    tmpl = tmp_path / "mine.sh.j2"
+    tmpl.write_text("#!/bin/bash\necho {{ word }}\n")
+    assert render_sbatch({"word": "a b"}, template=str(tmpl)) == "#!/bin/bash\necho 'a b'\n"
+    entries = list((cache / "jinja").iterdir())
+    assert len(entries) == 1 and entries[0].stat().st_size > 0
+    assert (cache / "jinja").stat().st_mode & 0o777 == 0o700
+    tmpl.write_text("#!/bin/bash\necho changed {{ word }}\n")
+    assert render_sbatch({"word": "x"}, template=str(tmpl)) == "#!/bin/bash\necho changed x\n"
+
+
+def test_template_cache_off_unwritable_or_foreign_costs_only_the_compile(
+    tmp_path: Path, monkeypatch
+) -> None:
+    from slurm_supernode.launch.render import bytecode_cache, render_sbatch
+
+    assert bytecode_cache({"SNRUN_CACHE_DIR": "off"}) is None
+    shared = tmp_path / "shared"
+    (shared / "jinja").mkdir(parents=True)
+    (shared / "jinja").chmod(0o777)  # others could plant compiled code: not used
+    assert bytecode_cache({"SNRUN_CACHE_DIR": str(shared)}) is None
+    blocked = tmp_path / "file"
+    blocked.write_text("")  # the cache folder cannot be made under a file
+    assert bytecode_cache({"SNRUN_CACHE_DIR": str(blocked)}) is None
+    readonly = tmp_path / "ro"
+    (readonly / "jinja").mkdir(parents=True, mode=0o700)
+    monkeypatch.setenv("SNRUN_CACHE_DIR", str(readonly))
+    cache = bytecode_cache()
+    assert cache is not None
+    # a cache that cannot be written: the render still succeeds
+    monkeypatch.setattr(cache, "directory", str(tmp_path / "missing" / "jinja"))
+    monkeypatch.setattr("slurm_supernode.launch.render.bytecode_cache", lambda: cache)
+    tmpl = tmp_path / "t.sh.j2"
+    tmpl.write_text("echo {{ x }}\n")
+    assert render_sbatch({"x": "$(id)"}, template=str(tmpl)) == "echo '$(id)'\n"
