@@ -57,6 +57,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="`snrun health` on every node before each attempt",
     )
+    j.add_argument(
+        "--fork-workers",
+        action="store_true",
+        help="torchrun forks the workers from its own process, which has imported torch "
+        "already: every start and restart saves one torch import per node (scripts only)",
+    )
     j.add_argument("--jobs-dir", help="where job directories go (default: the site's)")
     j.add_argument("--dry-run", action="store_true", help="print script and plan; submit nothing")
     j.add_argument("--parsable", action="store_true", help="print the job id only")
@@ -112,6 +118,7 @@ def spec_from_args(ns: argparse.Namespace) -> JobSpec:
         blocks=tuple(blocks),
         max_restarts=ns.max_restarts,
         preflight=ns.preflight,
+        fork_workers=ns.fork_workers,
         workdir=ns.workdir,
     )
 

@@ -101,6 +101,15 @@ def plan_agent_launch(
         }
     )
     python = inputs.get("python") or sys.executable
+    program = list(inputs["program_argv"])
+    fork: list[str] = []
+    if inputs.get("fork_workers"):
+        # torchrun's --run-path runs the script by runpy in workers forked from torchrun itself
+        # (torch already imported there); it wants an absolute path. Unbuffered output, as
+        # torchrun's `python -u` would give spawned workers.
+        fork = ["--run-path", "--start-method=fork"]
+        program[0] = os.path.join(inputs.get("workdir") or os.getcwd(), program[0])
+        env.setdefault("PYTHONUNBUFFERED", "1")
     argv = [
         python,
         "-m",
@@ -110,7 +119,8 @@ def plan_agent_launch(
         f"--node-rank={node.node_rank}",
         f"--master-addr={master}",
         f"--master-port={port}",
-        *inputs["program_argv"],
+        *fork,
+        *program,
     ]
     return AgentLaunch(
         argv=argv,

@@ -68,6 +68,12 @@ def plan_job(
     """Decide the request, the job directory and the script text. Pure."""
     if not spec.module and not spec.program:
         raise InputError("no training script given", where="SCRIPT", hint="snrun train.py ...")
+    if spec.fork_workers and spec.module:
+        raise InputError(
+            "--fork-workers runs a script file, not a module",
+            where="--fork-workers",
+            hint="give the script's path instead of -m, or drop --fork-workers",
+        )
     root = jobs_root or expand_path(site.paths.jobs_dir)
     job_dir = (root / job_dir_name(spec.name, stamp, token)).absolute()
     logs = job_dir / "logs"
@@ -97,6 +103,7 @@ def plan_job(
         "nodes": request.nodes,
         "max_restarts": spec.max_restarts,
         "preflight": spec.preflight,
+        "fork_workers": spec.fork_workers,
         "program_argv": program_argv(spec),
         "python": python,
         "workdir": workdir,

@@ -43,6 +43,7 @@ class JobSpec:
     blocks: tuple[tuple[str, str], ...] = ()  # (block name, template path) overrides
     max_restarts: int = 3
     preflight: bool = False  # `snrun health` on every node before each attempt
+    fork_workers: bool = False  # torchrun --run-path --start-method=fork (one torch import)
     workdir: str | None = None
     launcher_python: str | None = None  # python3 that runs the agent inside the job
 

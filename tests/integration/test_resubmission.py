@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import time
 from pathlib import Path
@@ -94,6 +95,28 @@ def test_rank_exits_1_first_attempt_then_restart_in_allocation_succeeds(
     assert {a["job_id"] for a in ends} == {job_id}  # same allocation, no requeue
     status = snrun("status", str(job_id), jobs=tmp_path / "jobs").stdout
     assert "app_error" in status and "COMPLETED" in status
+
+
+def test_fork_workers_restart_in_allocation(slurm_cluster, tmp_path: Path) -> None:
+    """--fork-workers: torchrun runs the script in forked workers; a rank's exit code still
+    reaches the ledger, the restart stays in the allocation and the rerun completes."""
+    job_id, job_dir, final = run_chain(
+        tmp_path, "--fork-workers", TRAIN, "--steps", "8", "--fail-attempt", "0"
+    )
+    assert final["state"] == "COMPLETED", final
+    ends = attempts(job_dir)
+    causes = [(a["cause"], a["action"]) for a in ends]
+    assert causes == [("app_error", "restart"), ("success", "none")]
+    assert {a["job_id"] for a in ends} == {job_id}
+    first = [r["exit_code"] for r in ledger(job_dir) if r["event"] == "node_exit"][:4]
+    assert 1 in first and 0 not in first, first  # the failing rank's code came through
+    records = [json.loads(p.read_text()) for p in (job_dir / "env").glob("*.1.json")]
+    assert len(records) == 4
+    for rec in records:
+        i = rec["argv"].index("--run-path")
+        assert rec["argv"][i : i + 3] == ["--run-path", "--start-method=fork", TRAIN]
+    log = "".join(p.read_text() for p in (job_dir / "logs").glob("*.out"))
+    assert "attempt 1: done, 8 steps" in log, log[-2000:]
 
 
 def test_sigkilled_rank_is_restarted(slurm_cluster, tmp_path: Path) -> None:

@@ -48,6 +48,26 @@ def test_every_node_gets_its_rank_devices_and_the_same_master() -> None:
         plan_agent_launch(INPUTS, site, rm, "elsewhere", {}, attempt=0, job_id=1)
 
 
+def test_fork_workers_runs_the_script_by_path_in_forked_workers() -> None:
+    """--fork-workers: torchrun gets --run-path --start-method=fork before the script, whose
+    path is made absolute against the job's workdir; plain launches are unchanged."""
+    site = make_site(1, 2, 8, 2)
+    rm = build_rank_map(site, [n.hostname for n in site.nodes])
+    host = site.nodes[0].hostname
+    forked = INPUTS | {"fork_workers": True, "workdir": "/home/u/proj"}
+    launch = plan_agent_launch(forked, site, rm, host, {}, attempt=0, job_id=1)
+    i = launch.argv.index("--run-path")
+    assert launch.argv[i:] == [
+        "--run-path", "--start-method=fork", "/home/u/proj/train.py", "--x", "a b",
+    ]  # fmt: skip
+    assert launch.env["PYTHONUNBUFFERED"] == "1"
+    absolute = forked | {"program_argv": ["/opt/t.py"]}
+    launch = plan_agent_launch(absolute, site, rm, host, {}, attempt=0, job_id=1)
+    assert launch.argv[-1] == "/opt/t.py"
+    plain = plan_agent_launch(INPUTS, site, rm, host, {}, attempt=0, job_id=1)
+    assert "--run-path" not in plain.argv and "PYTHONUNBUFFERED" not in plain.env
+
+
 def test_ascend_uses_ascend_visible_devices() -> None:
     site = ascend_site(1, 2)
     rm = build_rank_map(site, [n.hostname for n in site.nodes])
