@@ -19,7 +19,7 @@ import torch
 import torch.distributed as dist
 
 from slurm_supernode.fsutil import write_json_atomic
-from slurm_supernode.launch.agent import load_inputs, rank_map_for_job
+from slurm_supernode.launch.inputs import load_inputs, rank_map_for_job
 from slurm_supernode.site.loader import load_site
 
 

@@ -21,8 +21,9 @@ from typing import Any
 
 from slurm_supernode.errors import JobError
 from slurm_supernode.fsutil import write_json_atomic
+from slurm_supernode.launch.inputs import load_inputs, rank_map_for_job
 from slurm_supernode.launch.request import whole_supernode_problems
-from slurm_supernode.placement.model import Layout, RankMap
+from slurm_supernode.placement.model import RankMap
 from slurm_supernode.site.hostlist import expand
 from slurm_supernode.site.model import Site
 
@@ -131,23 +132,6 @@ def plan_agent_launch(
         supernode=node.supernode,
         devices=node.visible_devices,
     )
-
-
-def load_inputs(job_dir: Path) -> dict[str, Any]:
-    try:
-        return json.loads((job_dir / "plan.json").read_text())
-    except (OSError, ValueError) as exc:
-        raise JobError(f"cannot read the job plan: {exc}", where=str(job_dir)) from None
-
-
-def rank_map_for_job(inputs: Mapping[str, Any], site: Site, hosts: list[str]) -> RankMap:
-    from slurm_supernode.placement.rankmap import build_rank_map
-
-    lay = inputs["layout"]
-    layout = Layout(
-        tp=lay["tp"], cp=lay["cp"], ep=lay["ep"], pp=lay["pp"], order=lay["order"], dp=1
-    )
-    return build_rank_map(site, hosts, layout, inputs.get("nproc_per_node"))
 
 
 def run_agent(

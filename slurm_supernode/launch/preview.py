@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from slurm_supernode.launch.agent import rank_map_for_job
+from slurm_supernode.launch.inputs import rank_map_for_job
 from slurm_supernode.launch.job import JobPlan
 
 

@@ -18,7 +18,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from slurm_supernode.errors import SlurmError, SnrunError
-from slurm_supernode.launch.agent import allocation_hosts, load_inputs, master_port
+from slurm_supernode.launch.agent import allocation_hosts, master_port
+from slurm_supernode.launch.inputs import load_inputs
 from slurm_supernode.site.hostlist import fold
 from slurm_supernode.supervise import ledger
 from slurm_supernode.supervise.classify import (
