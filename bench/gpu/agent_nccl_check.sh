@@ -11,6 +11,7 @@ H=$(hostname)
 N=$(nvidia-smi -L | wc -l)
 REV=$(seq -s, $((N - 1)) -1 0)
 TP=${TP:-$N}
+FORK=${FORK:-0}  # 1: the job uses --fork-workers (torchrun forks workers after importing torch)
 cat >"$OUT/site.yaml" <<YAML
 name: gpuhost
 vendor: nvidia
@@ -27,16 +28,19 @@ slurm: {partition: gpu, strategy: features}
 env_profiles:
   default: {NCCL_NVLS_ENABLE: "0", NCCL_MNNVL_ENABLE: "0", TORCH_NCCL_ASYNC_ERROR_HANDLING: "3"}
 YAML
-python3 - "$OUT" "$TP" <<'PY'
+python3 - "$OUT" "$TP" "$FORK" <<'PY'
 import sys
 from pathlib import Path
 from slurm_supernode.launch.job import plan_job, write_job_dir
 from slurm_supernode.launch.jobspec import JobSpec
 from slurm_supernode.placement.model import Layout
 from slurm_supernode.site.loader import load_site
-out, tp = Path(sys.argv[1]), int(sys.argv[2])
+out, tp, fork = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "1"
 site = load_site(str(out / "site.yaml"))
-spec = JobSpec(program="contrib/examples/check_ranks.py", layout=Layout(tp=tp), supernodes=1)
+spec = JobSpec(
+    program="contrib/examples/check_ranks.py", layout=Layout(tp=tp), supernodes=1,
+    fork_workers=fork,
+)
 plan = plan_job(spec, site, None, jobs_root=out / "jobs", token="gpu0")
 write_job_dir(plan)
 print(plan.job_dir)
@@ -45,9 +49,14 @@ JOB_DIR=$(ls -d "$OUT"/jobs/*/)
 nvidia-smi --query-gpu=index,pci.bus_id,name --format=csv,noheader >"$OUT/nvidia-smi.csv"
 set -a; eval "$(python3 -c "
 import json,sys; e=json.load(open('$JOB_DIR/env.json')); print('\n'.join(f'{k}={v!r}' for k,v in e.items()))")"; set +a
+T0=$(date +%s.%N)
 SLURM_JOB_NODELIST=$H SLURMD_NODENAME=$H SLURM_JOB_ID=1 SNRUN_JOB_DIR=$JOB_DIR \
   SNRUN_NODELIST=$H python3 -m slurm_supernode agent --job-dir "$JOB_DIR" \
   -- contrib/examples/check_ranks.py 2>&1 | grep -v -E "OMP_NUM|^\*+$" | tee "$OUT/agent.log"
+echo "agent start -> all ranks done: $(python3 -c "import time; print(f'{time.time() - $T0:.1f}')") s"
+python3 -c "
+import json, glob; rec = json.load(open(sorted(glob.glob('$JOB_DIR/env/*.json'))[0]))
+print('torchrun argv:', ' '.join(rec['argv'][1:]))"
 python3 - "$JOB_DIR" "$OUT/nvidia-smi.csv" <<'PY'
 import json, sys
 res = json.load(open(f"{sys.argv[1]}/result.json"))

@@ -111,6 +111,10 @@ def plan_agent_launch(
         fork = ["--run-path", "--start-method=fork"]
         program[0] = os.path.join(inputs.get("workdir") or os.getcwd(), program[0])
         env.setdefault("PYTHONUNBUFFERED", "1")
+        # torchrun asks torch.cuda.is_available(); by default that initialises CUDA in torchrun
+        # and a forked worker then refuses CUDA ("Cannot re-initialize CUDA in forked
+        # subprocess", seen on H200). The NVML-based check leaves CUDA untouched.
+        env.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
     argv = [
         python,
         "-m",

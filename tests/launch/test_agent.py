@@ -61,6 +61,7 @@ def test_fork_workers_runs_the_script_by_path_in_forked_workers() -> None:
         "--run-path", "--start-method=fork", "/home/u/proj/train.py", "--x", "a b",
     ]  # fmt: skip
     assert launch.env["PYTHONUNBUFFERED"] == "1"
+    assert launch.env["PYTORCH_NVML_BASED_CUDA_CHECK"] == "1"  # torchrun must not init CUDA
     absolute = forked | {"program_argv": ["/opt/t.py"]}
     launch = plan_agent_launch(absolute, site, rm, host, {}, attempt=0, job_id=1)
     assert launch.argv[-1] == "/opt/t.py"
