@@ -176,11 +176,20 @@ def run_agent(
         {"argv": launch.argv, "node_rank": launch.node_rank, "env": keep},
     )
     os.chdir(inputs.get("workdir") or os.getcwd())
-    code = run_child(launch.argv, launch.env)
+    code, stderr_tail = run_child(launch.argv, launch.env)
+    from slurm_supernode.launch.torchrun_report import parse_failures
     from slurm_supernode.supervise import ledger
 
+    ranks = parse_failures(stderr_tail) if code else []
+    extra = {"ranks": ranks} if ranks else {}
     ledger.append(
-        job_dir, "node_exit", attempt=attempt, job_id=job_id, node=hostname, exit_code=code
+        job_dir,
+        "node_exit",
+        attempt=attempt,
+        job_id=job_id,
+        node=hostname,
+        exit_code=code,
+        **extra,
     )
     return code
 
@@ -207,13 +216,54 @@ def _descendants(pid: int) -> list[int]:
     return out
 
 
-def run_child(argv: list[str], env: Mapping[str, str]) -> int:
+class StderrTail:
+    """Copy a child's stderr through to ours as it comes, keeping the last ``keep`` bytes (torchrun
+    prints which ranks failed there). A thread, so the child never blocks on a full pipe."""
+
+    def __init__(self, fd: int, keep: int = 256 * 1024, out_fd: int = 2) -> None:
+        import threading
+
+        self._fd, self._keep, self._out = fd, keep, out_fd
+        self._buf = bytearray()
+        self._thread = threading.Thread(target=self._pump, daemon=True)
+        self._thread.start()
+
+    def _pump(self) -> None:
+        writable = True
+        while True:
+            try:
+                chunk = os.read(self._fd, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            view = memoryview(chunk)
+            while writable and view:
+                try:
+                    view = view[os.write(self._out, view) :]
+                except OSError:
+                    writable = False  # our stderr is gone: keep draining the child's
+            self._buf += chunk
+            if len(self._buf) > 2 * self._keep:
+                del self._buf[: -self._keep]
+
+    def text(self, timeout: float = 2.0) -> str:
+        """What was kept, once the pipe closed (or after ``timeout``: a worker that outlives
+        torchrun may hold it open)."""
+        self._thread.join(timeout)
+        return bytes(self._buf[-self._keep :]).decode("utf-8", errors="replace")
+
+
+def run_child(argv: list[str], env: Mapping[str, str]) -> tuple[int, str]:
     """Run torchrun as a child and forward signals: TERM/INT/HUP to torchrun (it stops its
-    workers), USR1/USR2 to the training processes only (torchrun would die of them)."""
+    workers), USR1/USR2 to the training processes only (torchrun would die of them). Returns the
+    exit code and the tail of its stderr."""
     import signal
     import subprocess
 
-    proc = subprocess.Popen(argv, env=dict(env))
+    proc = subprocess.Popen(argv, env=dict(env), stderr=subprocess.PIPE)
+    assert proc.stderr is not None
+    tail = StderrTail(proc.stderr.fileno())
 
     def to_launcher(signum: int, _frame: object) -> None:
         proc.send_signal(signum)
@@ -228,4 +278,4 @@ def run_child(argv: list[str], env: Mapping[str, str]) -> int:
     for sig in (signal.SIGUSR1, signal.SIGUSR2):
         signal.signal(sig, to_workers)
     code = proc.wait()
-    return code if code >= 0 else 128 - code
+    return (code if code >= 0 else 128 - code), tail.text()

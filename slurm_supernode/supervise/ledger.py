@@ -74,6 +74,8 @@ class Attempt:
     nodes: str | None = None
     exit_code: int | None = None
     node_exits: dict[str, int] = field(default_factory=dict)
+    # failed ranks from torchrun's report: {"node", "rank", "local_rank", "exit_code", "first"}
+    ranks: list[dict[str, Any]] = field(default_factory=list)
     cause: str | None = None
     action: str | None = None
     detail: str | None = None
@@ -109,7 +111,9 @@ def fold(records: list[dict[str, Any]] | Iterator[dict[str, Any]]) -> Chain:
         if ev == "attempt_start":
             a.start, a.job_id, a.nodes = rec["time"], jid, rec.get("nodes")
         elif ev == "node_exit":
-            a.node_exits[rec.get("node", "?")] = rec.get("exit_code", -1)
+            node = rec.get("node", "?")
+            a.node_exits[node] = rec.get("exit_code", -1)
+            a.ranks += [{"node": node, **r} for r in rec.get("ranks") or () if isinstance(r, dict)]
         elif ev == "attempt_end":
             a.end = rec["time"]
             a.exit_code = rec.get("exit_code")

@@ -8,6 +8,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from slurm_supernode.launch.torchrun_report import describe
 from slurm_supernode.supervise import ledger
 
 
@@ -44,9 +45,12 @@ def format_chain(summary: dict[str, Any]) -> str:
         start = a["start"] and time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(a["start"]))
         secs = f"{a['end'] - a['start']:.1f}" if a["start"] and a["end"] else "-"
         code = "-" if a["exit_code"] is None else str(a["exit_code"])
+        detail = a["detail"] or ""
+        if a.get("ranks"):
+            detail += f" [{describe(a['ranks'])}]"
         lines.append(
             f"{a['attempt']:>3} {a['job_id'] or '-':>7} {start or '-':<19} {secs:>6} {code:>4} "
-            f"{a['cause'] or '(running)':<13} {a['action'] or '-':<9} {a['detail'] or ''}"
+            f"{a['cause'] or '(running)':<13} {a['action'] or '-':<9} {detail}"
         )
     return "\n".join(lines)
 

@@ -93,8 +93,14 @@ def test_rank_exits_1_first_attempt_then_restart_in_allocation_succeeds(
         ("success", "none"),
     ]
     assert {a["job_id"] for a in ends} == {job_id}  # same allocation, no requeue
+    # per-rank exit codes from torchrun's report: the injected rank 1 exited 1
+    ranks = [x for r in ledger(job_dir) if r["event"] == "node_exit" for x in r.get("ranks", [])]
+    assert {"rank": 1, "local_rank": 1, "exit_code": 1} in [
+        {k: x[k] for k in ("rank", "local_rank", "exit_code")} for x in ranks
+    ], ranks
+    assert sum(x["first"] for x in ranks) >= 1
     status = snrun("status", str(job_id), jobs=tmp_path / "jobs").stdout
-    assert "app_error" in status and "COMPLETED" in status
+    assert "app_error" in status and "COMPLETED" in status and "[rank " in status
 
 
 def test_fork_workers_restart_in_allocation(slurm_cluster, tmp_path: Path) -> None:
