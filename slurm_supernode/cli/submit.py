@@ -51,7 +51,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     j.add_argument(
         "--block", action="append", default=[], metavar="NAME=PATH", help="replace one block"
     )
-    j.add_argument("--max-restarts", type=int, default=3)
+    j.add_argument(
+        "--max-restarts",
+        type=int,
+        metavar="N",
+        help="restarts per failure class (default: the site's `restarts:`, else 3)",
+    )
     j.add_argument(
         "--preflight",
         action="store_true",

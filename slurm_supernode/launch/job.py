@@ -102,6 +102,7 @@ def plan_job(
         "supernodes": request.supernodes,
         "nodes": request.nodes,
         "max_restarts": spec.max_restarts,
+        "site_restarts": dict(site.restarts),
         "preflight": spec.preflight,
         "fork_workers": spec.fork_workers,
         "program_argv": program_argv(spec),

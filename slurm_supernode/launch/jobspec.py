@@ -41,7 +41,7 @@ class JobSpec:
     site: str | None = None
     template: str | None = None
     blocks: tuple[tuple[str, str], ...] = ()  # (block name, template path) overrides
-    max_restarts: int = 3
+    max_restarts: int | None = None  # None: the site's `restarts:`, else 3 per failure class
     preflight: bool = False  # `snrun health` on every node before each attempt
     fork_workers: bool = False  # torchrun --run-path --start-method=fork (one torch import)
     workdir: str | None = None

@@ -27,6 +27,7 @@ from slurm_supernode.errors import ConfigError, InputError, Problem
 from slurm_supernode.site.hostlist import HostlistError, expand
 from slurm_supernode.site.model import (
     LINK_LEVELS,
+    RESTART_CAUSES,
     STRATEGIES,
     VENDORS,
     BenchSettings,
@@ -60,6 +61,7 @@ TOP_KEYS = (
     "bench",
     "paths",
     "imex_channels",
+    "restarts",
 )
 SPEC_KEYS = ("devices", "device_groups", "nics", "gres_type", "gres_file", "cpus", "memory_mb")
 SN_KEYS = (
@@ -372,6 +374,7 @@ class _Builder:
             if "imex_channels" in top
             else False
         )
+        restarts = self._restarts(top["restarts"][1]) if "restarts" in top else ()
         if supernodes is None:
             return None
         return Site(
@@ -384,6 +387,7 @@ class _Builder:
             bench=bench,
             paths=paths,
             imex_channels=bool(imex),
+            restarts=restarts,
             source=self.file,
         )
 
@@ -871,6 +875,15 @@ class _Builder:
                     floors.append((scope, v))
             kw["min_busbw_gbps"] = tuple(floors)
         return BenchSettings(**kw)
+
+    def _restarts(self, node: yaml.Node) -> tuple[tuple[str, int], ...]:
+        m = self.mapping(node, "restarts", RESTART_CAUSES) or {}
+        out = []
+        for cause, (_, vnode) in m.items():
+            v = self.integer(vnode, f"restarts.{cause}", 0)
+            if v is not None:
+                out.append((cause, v))
+        return tuple(out)
 
     def _paths(self, node: yaml.Node) -> PathSettings:
         m = self.mapping(node, "paths", PATH_KEYS) or {}

@@ -13,6 +13,8 @@ VENDORS = ("nvidia", "ascend")
 STRATEGIES = ("auto", "block", "features", "switches")
 # Link levels, innermost first: inside one node, inside one super node, between super nodes.
 LINK_LEVELS = ("node", "supernode", "inter")
+# Failure classes with a restart budget (site `restarts:`; snrun --max-restarts sets the first four)
+RESTART_CAUSES = ("app_error", "hang", "node_failure", "health", "time_limit", "preemption")
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +162,7 @@ class Site:
     paths: PathSettings = PathSettings()
     # Multi-node NVLink (NVL72): nodes need IMEX channel devices (/dev/nvidia-caps-imex-channels)
     imex_channels: bool = False
+    restarts: tuple[tuple[str, int], ...] = ()  # (cause, budget): the site's defaults
     source: str | None = None  # file it was loaded from
     _by_host: dict[str, Node] = field(init=False, repr=False, compare=False)
     _by_sn: dict[str, SuperNode] = field(init=False, repr=False, compare=False)

@@ -105,13 +105,16 @@ def decide(
     return Decision(cause, "stop", detail)
 
 
-def default_budgets(max_restarts: int) -> dict[str, int]:
-    """Per-cause budgets: failures get --max-restarts, time limits and preemptions many more."""
-    return {
-        "app_error": max_restarts,
-        "hang": max_restarts,
-        "node_failure": max_restarts,
-        "health": max_restarts,
-        "time_limit": 50,
-        "preemption": 50,
-    }
+FAILURES = ("app_error", "hang", "node_failure", "health")  # what --max-restarts sets
+
+
+def default_budgets(
+    max_restarts: int | None = None, site: Mapping[str, int] | None = None
+) -> dict[str, int]:
+    """Per-cause budgets: 3 for failures, 50 for time limits and preemptions; then the site's
+    `restarts:` defaults; then --max-restarts for every failure class."""
+    budgets = {cause: 3 for cause in FAILURES} | {"time_limit": 50, "preemption": 50}
+    budgets.update(site or {})
+    if max_restarts is not None:
+        budgets.update({cause: max_restarts for cause in FAILURES})
+    return budgets

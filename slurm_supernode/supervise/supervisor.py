@@ -16,6 +16,7 @@ import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from slurm_supernode.errors import SlurmError, SnrunError
 from slurm_supernode.launch.agent import allocation_hosts, master_port
@@ -154,6 +155,14 @@ def resubmit(job_dir: Path, job_id: int, exclude: tuple[str, ...]) -> int:
     return new_id
 
 
+def budgets_for(env: Mapping[str, str], inputs: Mapping[str, Any]) -> dict[str, int]:
+    """Restart budgets of this job: the site's `restarts:` (from plan.json), then
+    --max-restarts (the script exports it as SNRUN_MAX_RESTARTS; plan.json keeps it too)."""
+    given = env.get("SNRUN_MAX_RESTARTS") or inputs.get("max_restarts")
+    max_restarts = None if given in (None, "") else int(given)
+    return default_budgets(max_restarts, inputs.get("site_restarts"))
+
+
 def run_supervisor(
     job_dir: Path, program_argv: list[str], environ: Mapping[str, str] | None = None
 ) -> int:
@@ -165,7 +174,7 @@ def run_supervisor(
     restart_count = int(env.get("SLURM_RESTART_COUNT", "0") or 0)
     hosts = allocation_hosts(env)
     het_size = int(env.get("SLURM_HET_SIZE", "0") or 0)
-    budgets = default_budgets(int(env.get("SNRUN_MAX_RESTARTS") or inputs.get("max_restarts", 3)))
+    budgets = budgets_for(env, inputs)
     hang_timeout = float(env.get("SNRUN_HANG_TIMEOUT") or inputs.get("hang_timeout") or 0)
     # Before an attempt's first heartbeat, only a start that takes this long counts as a hang.
     hang_startup = float(env.get("SNRUN_HANG_STARTUP") or max(600.0, hang_timeout))

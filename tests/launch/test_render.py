@@ -175,3 +175,18 @@ def test_fork_workers_refuses_a_module(tmp_path: Path) -> None:
         plan(tmp_path, program="pkg.train", module=True, fork_workers=True)
     job = plan(tmp_path, fork_workers=True)
     assert job.agent_inputs["fork_workers"] is True
+
+
+def test_restart_budgets_reach_the_job(tmp_path: Path) -> None:
+    """The site's `restarts:` go into plan.json; --max-restarts is exported only when given."""
+    job = plan_job(
+        JobSpec(program="train.py", workdir=str(tmp_path)),
+        dataclasses.replace(site(), restarts=(("app_error", 1),)),
+        None,
+        jobs_root=tmp_path / "jobs",
+        token="t1",
+    )
+    assert job.agent_inputs["site_restarts"] == {"app_error": 1}
+    assert job.agent_inputs["max_restarts"] is None
+    assert "SNRUN_MAX_RESTARTS" not in job.script
+    assert "export SNRUN_MAX_RESTARTS=2\n" in plan(tmp_path, max_restarts=2).script

@@ -228,3 +228,12 @@ def test_spares_are_loaded_and_checked() -> None:
     site, problems = parse_site(text.replace("spares: 2", "spares: 0"), "s.yaml")
     assert not problems and site is not None
     assert [(sn.spares, sn.job_size) for sn in site.supernodes] == [(1, 3), (0, 2)]
+
+
+def test_restart_budgets_from_the_site():
+    site = parse_ok(
+        "name: t\nvendor: nvidia\nsupernodes:\n  - {name: sn0, nodes: 'n[0-1]'}\n"
+        "node_defaults: {devices: 8}\n" + LINKS + "restarts: {app_error: 1, time_limit: 9}\n"
+    )
+    assert dict(site.restarts) == {"app_error": 1, "time_limit": 9}
+    assert load_site("local").restarts == ()

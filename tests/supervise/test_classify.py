@@ -49,3 +49,31 @@ def test_signals_and_hang() -> None:
     assert (hung.cause, hung.action) == ("hang", "restart")
     health = decide(result(health_failed=["n2"]), [], default_budgets(1))
     assert (health.cause, health.action, health.exclude) == ("health", "requeue", ("n2",))
+
+
+def test_budgets_defaults_then_site_then_max_restarts():
+    assert default_budgets() == {
+        "app_error": 3, "hang": 3, "node_failure": 3, "health": 3,
+        "time_limit": 50, "preemption": 50,
+    }  # fmt: skip
+    site = {"app_error": 1, "node_failure": 6, "time_limit": 9}
+    merged = default_budgets(None, site)
+    assert (merged["app_error"], merged["node_failure"], merged["hang"]) == (1, 6, 3)
+    assert merged["time_limit"] == 9
+    cli = default_budgets(2, site)  # --max-restarts sets every failure class, not time limits
+    assert [cli[c] for c in ("app_error", "hang", "node_failure", "health")] == [2, 2, 2, 2]
+    assert cli["time_limit"] == 9
+    failed = result(step_exit=1, node_exits={h: int(h == "n1") for h in HOSTS})
+    assert decide(failed, [], default_budgets(None, site)).action == "restart"
+    assert decide(failed, [("app_error", "x", "y")], default_budgets(None, site)).action == "stop"
+
+
+def test_supervisor_budgets_from_plan_and_environment() -> None:
+    from slurm_supernode.supervise.supervisor import budgets_for
+
+    inputs = {"max_restarts": None, "site_restarts": {"hang": 0, "time_limit": 4}}
+    b = budgets_for({}, inputs)
+    assert (b["hang"], b["app_error"], b["time_limit"]) == (0, 3, 4)
+    b = budgets_for({"SNRUN_MAX_RESTARTS": "5"}, inputs)
+    assert (b["hang"], b["app_error"], b["time_limit"]) == (5, 5, 4)
+    assert budgets_for({}, {"max_restarts": 1})["node_failure"] == 1
