@@ -104,11 +104,7 @@ def check_nvidia_smi(returncode: int, output: str) -> CheckResult:
             crit.append(f"GPU {gpu}: row remapping failed")
         if pending:
             warn.append(f"GPU {gpu}: row remap pending (reset the GPU)")
-    if crit:
-        return CheckResult("nvidia-smi", CRITICAL, "; ".join(crit + warn))
-    if warn:
-        return CheckResult("nvidia-smi", WARNING, "; ".join(warn))
-    return CheckResult("nvidia-smi", OK, f"{gpus} GPUs without ECC/remap errors")
+    return _verdict("nvidia-smi", crit, warn, f"{gpus} GPUs without ECC/remap errors")
 
 
 def check_xids(kernel_log: str, fatal: frozenset[int] = FATAL_XIDS) -> CheckResult:
@@ -141,11 +137,16 @@ def check_npu_smi(returncode: int, output: str) -> CheckResult:
             bad.append(f"NPU {npu}: {health}")
         elif health == "Warning":
             warn.append(f"NPU {npu}: Warning")
-    if bad:
-        return CheckResult("npu-smi", CRITICAL, "; ".join(bad + warn))
-    if warn:
-        return CheckResult("npu-smi", WARNING, "; ".join(warn))
-    return CheckResult("npu-smi", OK, f"{npus} NPUs healthy")
+    return _verdict("npu-smi", bad, warn, f"{npus} NPUs healthy")
+
+
+def _verdict(name: str, critical: list[str], warnings: list[str], ok: str) -> CheckResult:
+    """CRITICAL when anything is critical (warnings listed after), else WARNING, else OK."""
+    if critical:
+        return CheckResult(name, CRITICAL, "; ".join(critical + warnings))
+    if warnings:
+        return CheckResult(name, WARNING, "; ".join(warnings))
+    return CheckResult(name, OK, ok)
 
 
 def check_imex(channels: Sequence[str] | None) -> CheckResult:

@@ -19,19 +19,13 @@ from slurm_supernode.fsutil import write_atomic
 from slurm_supernode.site.export import EXPORTERS, export
 from slurm_supernode.site.hostlist import expand
 from slurm_supernode.site.loader import load_file, parse_site
+from tests.site.yaml_snippets import LINKS
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 GOLDEN = HERE / "golden"
 SITES = sorted(p.stem for p in (ROOT / "site-configs").glob("*.yaml"))
 REGEN = os.environ.get("SNRUN_REGEN_GOLDEN") == "1"
-
-LINKS = """
-links:
-  node: {bandwidth_gbps: 450, latency_us: 2}
-  supernode: {bandwidth_gbps: 200, latency_us: 4}
-  inter: {bandwidth_gbps: 50, latency_us: 8}
-"""
 
 
 def bundled(name: str):

@@ -10,19 +10,13 @@ import pytest
 from slurm_supernode.errors import ConfigError, InputError
 from slurm_supernode.site import loader
 from slurm_supernode.site.loader import find_site, load_file, load_site, parse_site, render_pattern
+from tests.site.yaml_snippets import LINKS
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 BUNDLED = sorted((ROOT / "site-configs").glob("*.yaml"))
 BROKEN = HERE / "broken"
 EXPECTED = json.loads((BROKEN / "EXPECTED.json").read_text())
-
-LINKS = """
-links:
-  node: {bandwidth_gbps: 450, latency_us: 2}
-  supernode: {bandwidth_gbps: 200, latency_us: 4}
-  inter: {bandwidth_gbps: 50, latency_us: 8}
-"""
 
 
 def parse_ok(text: str):
