@@ -68,6 +68,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="torchrun forks the workers from its own process, which has imported torch "
         "already: every start and restart saves one torch import per node (scripts only)",
     )
+    j.add_argument(
+        "--no-snapshot",
+        dest="snapshot",
+        action="store_false",
+        help="run the live files in every attempt, not the copy taken at submission",
+    )
     j.add_argument("--jobs-dir", help="where job directories go (default: the site's)")
     j.add_argument("--dry-run", action="store_true", help="print script and plan; submit nothing")
     j.add_argument("--parsable", action="store_true", help="print the job id only")
@@ -125,7 +131,31 @@ def spec_from_args(ns: argparse.Namespace) -> JobSpec:
         preflight=ns.preflight,
         fork_workers=ns.fork_workers,
         workdir=ns.workdir,
+        snapshot=ns.snapshot,
     )
+
+
+def with_directives(spec: JobSpec) -> tuple[JobSpec, list[str]]:
+    """The spec with the script's leading ``#SBATCH`` lines applied (the command line wins),
+    and those lines as sbatch arguments, for --dry-run. Refuses a missing script, module or
+    working directory first."""
+    import dataclasses
+    import os
+    from pathlib import Path
+
+    from slurm_supernode.launch.directives import apply_directives, read_directives
+    from slurm_supernode.launch.snapshot import check_program
+
+    workdir = spec.workdir or os.getcwd()
+    directives = [] if spec.module else read_directives(Path(workdir, spec.program))
+    fields = {f.name: getattr(spec, f.name) for f in dataclasses.fields(spec)}
+    updates = apply_directives(fields, directives, where=spec.program)
+    if "sbatch_args" in updates:
+        updates["sbatch_args"] = (*updates["sbatch_args"], *spec.sbatch_args)  # type: ignore[misc]
+    spec = dataclasses.replace(spec, **updates)  # type: ignore[arg-type]
+    pythonpath = dict(spec.env).get("PYTHONPATH", os.environ.get("PYTHONPATH", ""))
+    check_program(spec.program, spec.module, spec.workdir or os.getcwd(), pythonpath)
+    return spec, [d.sbatch_arg for d in directives]
 
 
 def run(ns: argparse.Namespace) -> int:
@@ -137,7 +167,7 @@ def run(ns: argparse.Namespace) -> int:
     from slurm_supernode.launch.preview import plan_preview
     from slurm_supernode.site.loader import load_site
 
-    spec = spec_from_args(ns)
+    spec, directives = with_directives(spec_from_args(ns))
     site = load_site(spec.site)
     facts = gather_facts(site, required=not ns.dry_run)
     root = jobs_root(ns.jobs_dir, site_jobs_dir=site.paths.jobs_dir)
@@ -146,10 +176,14 @@ def run(ns: argparse.Namespace) -> int:
         print(f"snrun: {notice}", file=sys.stderr)
     if ns.dry_run:
         preview = plan_preview(plan)
+        preview["sbatch_directives"] = directives
         if ns.json:
             print(json.dumps(preview, indent=2))
         else:
             print(plan.script, end="")
+            if directives:
+                print(f"\n# --- #SBATCH lines of {spec.program} (the command line wins) ---")
+                print("# " + " ".join(directives))
             print("\n# --- sbatch command (dry run: nothing submitted) ---")
             print("# " + preview["sbatch_command"])
             print("# --- rank plan for an example allocation ---")

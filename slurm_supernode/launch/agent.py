@@ -103,6 +103,13 @@ def plan_agent_launch(
     )
     python = inputs.get("python") or sys.executable
     program = list(inputs["program_argv"])
+    snap = inputs.get("snapshot") or {}
+    if snap.get("module"):
+        # `python -m` would put the live working directory first on sys.path: the module is
+        # found in the job's code snapshot instead (PYTHONSAFEPATH: Python >= 3.11).
+        paths = [snap["dir"], *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]]
+        env["PYTHONPATH"] = os.pathsep.join(paths)
+        env["PYTHONSAFEPATH"] = "1"
     fork: list[str] = []
     if inputs.get("fork_workers"):
         # torchrun's --run-path runs the script by runpy in workers forked from torchrun itself

@@ -23,6 +23,13 @@ from slurm_supernode.launch.jobdir import job_dir_name, link_job_id
 from slurm_supernode.launch.jobspec import JobSpec
 from slurm_supernode.launch.render import render_sbatch
 from slurm_supernode.launch.request import ClusterFacts, SbatchRequest, plan_request
+from slurm_supernode.launch.snapshot import (
+    SnapshotPlan,
+    collect_snapshot,
+    limit_bytes,
+    plan_snapshot,
+    write_snapshot,
+)
 from slurm_supernode.site.model import Site
 
 
@@ -37,6 +44,7 @@ class JobPlan:
     script: str
     env: dict[str, str]  # site profiles < --env (the template may add its own in between)
     agent_inputs: dict[str, Any] = field(default_factory=dict)
+    snapshot: SnapshotPlan | None = None  # the code copy every attempt runs
 
     @property
     def example_hosts(self) -> list[str]:
@@ -50,9 +58,13 @@ class JobPlan:
         return hosts
 
 
-def program_argv(spec: JobSpec) -> list[str]:
-    """What torchrun runs: ``SCRIPT ARGS`` or ``-m MODULE ARGS``."""
-    head = ["-m", spec.program] if spec.module else [spec.program]
+def program_argv(
+    spec: JobSpec, snapshot: SnapshotPlan | None = None, workdir: str = ""
+) -> list[str]:
+    """What torchrun runs: ``SCRIPT ARGS`` or ``-m MODULE ARGS`` (the script in the snapshot
+    when there is one)."""
+    program = snapshot.program(spec.program, workdir) if snapshot else spec.program
+    head = ["-m", program] if spec.module else [program]
     return head + list(spec.program_args)
 
 
@@ -89,6 +101,8 @@ def plan_job(
     site_env, user_env = merge_env(site, spec.env, spec.profiles)
     workdir = spec.workdir or os.getcwd()
     python = spec.launcher_python or sys.executable
+    snapshot = plan_snapshot(spec.program, spec.module, workdir, job_dir, spec.snapshot)
+    argv = program_argv(spec, snapshot, workdir)
     agent_inputs = {
         "version": __version__,
         "job_name": spec.name,
@@ -105,9 +119,14 @@ def plan_job(
         "site_restarts": dict(site.restarts),
         "preflight": spec.preflight,
         "fork_workers": spec.fork_workers,
-        "program_argv": program_argv(spec),
+        "program_argv": argv,
         "python": python,
         "workdir": workdir,
+        "snapshot": (
+            {"dir": str(snapshot.dest), "source": str(snapshot.source), "module": snapshot.module}
+            if snapshot
+            else None
+        ),
         "request": request.as_dict(),
     }
     summary = (
@@ -128,7 +147,7 @@ def plan_job(
         "user_env": list(user_env.items()),
         "workdir": workdir,
         "python": python,
-        "program_argv": program_argv(spec),
+        "program_argv": argv,
         "nodes": request.nodes,
         "supernodes": request.supernodes,
         "heterogeneous": request.heterogeneous,
@@ -142,13 +161,19 @@ def plan_job(
         script=script,
         env={**site_env, **user_env},
         agent_inputs=agent_inputs,
+        snapshot=snapshot,
     )
 
 
 def write_job_dir(plan: JobPlan) -> None:
     """Create the job directory with the script, request, plan, env and a copy of the site."""
     d = plan.job_dir
+    code = None
+    if plan.snapshot:  # checked (size, files) before the job directory exists
+        code = collect_snapshot(plan.snapshot, limit_bytes(), skip=[d.parent])
     (d / "logs").mkdir(parents=True, exist_ok=True)
+    if plan.snapshot and code:
+        write_snapshot(plan.snapshot, *code)
     if plan.site.source and Path(plan.site.source).is_file():
         shutil.copyfile(plan.site.source, d / "site.yaml")
     else:

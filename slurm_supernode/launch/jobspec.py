@@ -46,6 +46,7 @@ class JobSpec:
     fork_workers: bool = False  # torchrun --run-path --start-method=fork (one torch import)
     workdir: str | None = None
     launcher_python: str | None = None  # python3 that runs the agent inside the job
+    snapshot: bool = True  # run a copy of the code taken at submission (--no-snapshot: live)
 
     @property
     def name(self) -> str:
