@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from slurm_supernode.errors import JobError
+from slurm_supernode.forensics.env import forensics_env, installed_torch
 from slurm_supernode.fsutil import write_json_atomic
 from slurm_supernode.launch.inputs import load_inputs, rank_map_for_job
 from slurm_supernode.launch.request import whole_supernode_problems
@@ -74,8 +75,10 @@ def plan_agent_launch(
     *,
     attempt: int,
     job_id: int,
+    log_dir: str | None = None,
 ) -> AgentLaunch:
-    """torchrun command and environment for this node. Pure."""
+    """torchrun command and environment for this node (``log_dir``: where torchrun keeps this
+    node's rank logs). Pure."""
     try:
         node = rank_map.node(hostname)
     except KeyError:
@@ -122,6 +125,12 @@ def plan_agent_launch(
         # and a forked worker then refuses CUDA ("Cannot re-initialize CUDA in forked
         # subprocess", seen on H200). The NVML-based check leaves CUDA untouched.
         env.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
+    logs: list[str] = []
+    if log_dir:
+        # Per-rank stdout/stderr files and torchelastic error files in the job directory
+        # (snrun logs, snrun status); --tee keeps the output in the Slurm log as well.
+        logs = [f"--log-dir={log_dir}", "--redirects=3", "--tee=3"]
+        env.update(forensics_env(env, log_dir, site.vendor, installed_torch()))
     argv = [
         python,
         "-m",
@@ -131,6 +140,7 @@ def plan_agent_launch(
         f"--node-rank={node.node_rank}",
         f"--master-addr={master}",
         f"--master-port={port}",
+        *logs,
         *fork,
         *program,
     ]
@@ -167,8 +177,17 @@ def run_agent(
     hostname = environ.get("SLURMD_NODENAME") or socket.gethostname()
     attempt = int(environ.get("SNRUN_ATTEMPT", "0") or 0)
     job_id = int(environ.get("SLURM_JOB_ID", "0") or 0)
+    from slurm_supernode.forensics.logs import node_log_dir
+
     launch = plan_agent_launch(
-        inputs, site, rank_map, hostname, environ, attempt=attempt, job_id=job_id
+        inputs,
+        site,
+        rank_map,
+        hostname,
+        environ,
+        attempt=attempt,
+        job_id=job_id,
+        log_dir=str(node_log_dir(job_dir, attempt, hostname)),
     )
     if site.vendor == "ascend":
         from slurm_supernode.placement.hccl import write_rank_table
