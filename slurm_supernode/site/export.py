@@ -110,7 +110,7 @@ def topology_block(site: Site, target: SlurmTarget | None = None) -> str:
         raise InputError(
             f"Slurm {target} has no topology/block (it needs 23.11+)",
             where="--slurm-version",
-            hint="use --format topology-tree for this Slurm",
+            hint="use --format topology-tree for this Slurm, or --slurm-version X.Y for another",
         )
     sizes = block_sizes(site)
     if target is None or target >= BLOCK_SIZES_MIN:
