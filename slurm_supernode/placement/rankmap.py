@@ -29,29 +29,27 @@ from slurm_supernode.site.model import Node, Site
 def parse_hosts(hosts: Sequence[str] | str) -> list[str]:
     """Expand a hostlist (``n[0-7],m1``) or pass a sequence through; reject duplicates."""
     if isinstance(hosts, str):
-        from ClusterShell.NodeSet import NodeSet, NodeSetParseError  # ~25 ms: only when used
+        from slurm_supernode.hostlist import HostlistError, expand
 
         try:
-            names = list(NodeSet(hosts))
-        except NodeSetParseError as exc:
+            names = expand(hosts)
+        except HostlistError as exc:
             raise InputError(f"bad hostlist {hosts!r}: {exc}", where="--nodelist") from None
     else:
         names = [str(h) for h in hosts]
-        if len(set(names)) != len(names):
-            seen: set[str] = set()
-            dups = sorted({h for h in names if h in seen or seen.add(h)})
-            raise PlacementError(
-                f"duplicate hosts in the allocation: {_fold(dups)}", where="nodelist"
-            )
+    if len(set(names)) != len(names):
+        seen: set[str] = set()
+        dups = sorted({h for h in names if h in seen or seen.add(h)})
+        raise PlacementError(f"duplicate hosts in the allocation: {_fold(dups)}", where="nodelist")
     if not names:
         raise PlacementError("the allocation has no hosts", where="nodelist")
     return names
 
 
 def _fold(names: Sequence[str], limit: int = 200) -> str:
-    from ClusterShell.NodeSet import NodeSet
+    from slurm_supernode.hostlist import fold
 
-    text = str(NodeSet.fromlist(names))
+    text = fold(names)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -99,9 +97,9 @@ def order_nodes(site: Site, names: list[str], physical: bool) -> list[Node]:
     if physical:
         names = sorted(names, key=site.physical_position)
     else:
-        from ClusterShell.NodeSet import NodeSet
+        from slurm_supernode.hostlist import sort_hosts
 
-        names = list(NodeSet.fromlist(names))
+        names = sort_hosts(names)
     return [site.node(h) for h in names]
 
 

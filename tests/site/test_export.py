@@ -16,8 +16,8 @@ import yaml
 
 from slurm_supernode.errors import InputError
 from slurm_supernode.fsutil import write_atomic
+from slurm_supernode.hostlist import expand
 from slurm_supernode.site.export import EXPORTERS, export
-from slurm_supernode.site.hostlist import expand
 from slurm_supernode.site.loader import load_file, parse_site
 from tests.site.yaml_snippets import LINKS
 
