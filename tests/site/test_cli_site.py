@@ -70,7 +70,7 @@ def test_export_to_file_and_errors(tmp_path):
     assert "only applies to --format slurm-nodes" in r.stderr
     r = snrun("export", "tests/site/broken/bad_links.yaml", "--format", "json")
     assert r.returncode == 2 and "Traceback" not in r.stderr
-    assert "bad_links.yaml:8:26: links.node.bandwidth_gbps must be > 0" in r.stderr
+    assert "bad_links.yaml:8:26: links.node.bandwidth_GBps must be > 0" in r.stderr
     r = snrun("export", "nosuchsite", "--format", "json")
     assert r.returncode == 2 and "unknown site 'nosuchsite'" in r.stderr
 
