@@ -27,6 +27,7 @@ def gather_facts(site: Site, *, required: bool) -> ClusterFacts | None:
         version=tuple(feats.version)[:3],
         topology_plugin=feats.topology_plugin,
         supports_segment=bool(feats.supports_segment),
+        has_block=feats.has_block,
         node_features={n.name: frozenset(n.features) for n in nodes},
         partition_nodes={p.name: tuple(expand(p.nodes)) if p.nodes else () for p in parts},
         default_partition=default,
