@@ -27,14 +27,23 @@ from slurm_supernode.site.model import Node, Site
 
 
 def parse_hosts(hosts: Sequence[str] | str) -> list[str]:
-    """Expand a hostlist (``n[0-7],m1``) or pass a sequence through; reject duplicates."""
+    """Expand a Slurm hostlist (``n[0-7],m1``) or pass a sequence through; reject duplicates.
+
+    Slurm hostlist syntax only, through the project's hostlist wrapper: ClusterShell's set
+    operators (``n[0-3]&n[2-5]``) and ``@group`` look-ups are refused, because Slurm never
+    writes them into ``SLURM_JOB_NODELIST`` and a group resolver may run site commands.
+    """
     if isinstance(hosts, str):
         from slurm_supernode.hostlist import HostlistError, expand
 
         try:
             names = expand(hosts)
         except HostlistError as exc:
-            raise InputError(f"bad hostlist {hosts!r}: {exc}", where="--nodelist") from None
+            raise InputError(
+                f"bad hostlist {hosts!r}: {exc}",
+                where="--nodelist",
+                hint="Slurm hostlist syntax only, e.g. 'n[0-7],m1' (no set operators, no @groups)",
+            ) from None
     else:
         names = [str(h) for h in hosts]
     if len(set(names)) != len(names):
@@ -97,9 +106,9 @@ def order_nodes(site: Site, names: list[str], physical: bool) -> list[Node]:
     if physical:
         names = sorted(names, key=site.physical_position)
     else:
-        from slurm_supernode.hostlist import sort_hosts
+        from slurm_supernode.hostlist import expand, fold
 
-        names = sort_hosts(names)
+        names = expand(fold(names))
     return [site.node(h) for h in names]
 
 
