@@ -29,13 +29,13 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_site import make_site as site_yaml  # noqa: E402
 
+from slurm_supernode.hostlist import fold  # noqa: E402
 from slurm_supernode.placement.cost import Workload, plan_cost  # noqa: E402
 from slurm_supernode.placement.model import Layout  # noqa: E402
 from slurm_supernode.placement.models import model_spec  # noqa: E402
 from slurm_supernode.placement.planjson import write_plan_json  # noqa: E402
 from slurm_supernode.placement.rankmap import build_rank_map  # noqa: E402
 from slurm_supernode.placement.render import render_plan  # noqa: E402
-from slurm_supernode.site.hostlist import fold  # noqa: E402
 from tests.placement.sites import nvl72_site  # noqa: E402
 
 TP, PP = 8, 8

@@ -34,7 +34,7 @@ def parse_hosts(hosts: Sequence[str] | str) -> list[str]:
     writes them into ``SLURM_JOB_NODELIST`` and a group resolver may run site commands.
     """
     if isinstance(hosts, str):
-        from slurm_supernode.site.hostlist import HostlistError, expand
+        from slurm_supernode.hostlist import HostlistError, expand
 
         try:
             names = expand(hosts)
@@ -56,7 +56,7 @@ def parse_hosts(hosts: Sequence[str] | str) -> list[str]:
 
 
 def _fold(names: Sequence[str], limit: int = 200) -> str:
-    from slurm_supernode.site.hostlist import fold
+    from slurm_supernode.hostlist import fold
 
     text = fold(names)
     return text if len(text) <= limit else text[: limit - 3] + "..."
@@ -106,7 +106,7 @@ def order_nodes(site: Site, names: list[str], physical: bool) -> list[Node]:
     if physical:
         names = sorted(names, key=site.physical_position)
     else:
-        from slurm_supernode.site.hostlist import expand, fold
+        from slurm_supernode.hostlist import expand, fold
 
         names = expand(fold(names))
     return [site.node(h) for h in names]
