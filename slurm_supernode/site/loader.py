@@ -24,7 +24,7 @@ from typing import Any
 import yaml
 
 from slurm_supernode.errors import ConfigError, InputError, Problem
-from slurm_supernode.site.hostlist import HostlistError, expand
+from slurm_supernode.hostlist import HostlistError, expand
 from slurm_supernode.site.model import (
     LINK_LEVELS,
     RESTART_CAUSES,
