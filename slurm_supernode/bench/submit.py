@@ -26,10 +26,10 @@ from slurm_supernode.bench.sweep import (
 )
 from slurm_supernode.errors import InputError
 from slurm_supernode.fsutil import expand_path
+from slurm_supernode.hostlist import HostlistError, expand, fold
 from slurm_supernode.launch.job import JobPlan, plan_job
 from slurm_supernode.launch.jobspec import JobSpec
 from slurm_supernode.launch.request import ClusterFacts
-from slurm_supernode.site.hostlist import HostlistError, expand, fold
 from slurm_supernode.site.model import Site, SuperNode
 
 TEMPLATE = "bench.sh.j2"

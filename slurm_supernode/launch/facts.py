@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from slurm_supernode.errors import SlurmError
+from slurm_supernode.hostlist import expand
 from slurm_supernode.launch.request import ClusterFacts
-from slurm_supernode.site.hostlist import expand
 from slurm_supernode.site.model import Site
 
 

@@ -28,7 +28,7 @@ from typing import NamedTuple
 import yaml
 
 from slurm_supernode.errors import InputError
-from slurm_supernode.site.hostlist import fold, fold_ordered
+from slurm_supernode.hostlist import fold, fold_ordered
 from slurm_supernode.site.job_submit import job_submit_lua
 from slurm_supernode.site.model import Node, NodeSpec, Site
 from slurm_supernode.site.validate import block_sizes

@@ -10,7 +10,7 @@ import sys
 from itertools import groupby
 from typing import TextIO
 
-from slurm_supernode.site.hostlist import fold, fold_ordered
+from slurm_supernode.hostlist import fold, fold_ordered
 from slurm_supernode.site.model import NodeSpec, Site, SuperNode
 
 

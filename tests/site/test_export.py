@@ -16,6 +16,7 @@ import yaml
 
 from slurm_supernode.errors import InputError
 from slurm_supernode.fsutil import write_atomic
+from slurm_supernode.hostlist import expand
 from slurm_supernode.site.export import (
     EXPORTERS,
     SlurmTarget,
@@ -23,7 +24,6 @@ from slurm_supernode.site.export import (
     export_warnings,
     parse_target,
 )
-from slurm_supernode.site.hostlist import expand
 from slurm_supernode.site.loader import load_file, parse_site
 from tests.site.yaml_snippets import LINKS
 
