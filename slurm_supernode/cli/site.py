@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from slurm_supernode.cli.options import int_range
 from slurm_supernode.errors import InputError
 
 
@@ -23,11 +24,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("file", metavar="FILE", help="site config (path or site name)")
     p = sub.add_parser("export", help="generate Slurm config fragments or JSON")
     p.add_argument("file", metavar="FILE", help="site config (path or site name)")
-    p.add_argument("--format", "-f", required=True, choices=list(EXPORTERS), dest="fmt")
+    p.add_argument(
+        "--format", "-f", required=True, choices=list(EXPORTERS), dest="fmt", help="what to export"
+    )
     p.add_argument("-o", "--output", metavar="OUT", help="write here (atomically), not stdout")
     p.add_argument(
         "--node-port-base",
-        type=int,
+        type=int_range(1, 65535),
         metavar="N",
         help="slurm-nodes: add Port=N+i per node in physical order (several slurmd per host)",
     )
