@@ -157,7 +157,11 @@ def config_from_args(args: argparse.Namespace, env=os.environ):
 
 
 def _run(args: argparse.Namespace) -> int:
+    from slurm_supernode.fsutil import check_output_path
+
     config = config_from_args(args)
+    if args.json:
+        check_output_path(args.json, "--json")
     from slurm_supernode.bench.collectives import run_benchmark
 
     result = run_benchmark(config)
@@ -184,7 +188,11 @@ def _run(args: argparse.Namespace) -> int:
 
 def _report(args: argparse.Namespace) -> int:
     from slurm_supernode.bench.report import main_report, report_site
+    from slurm_supernode.fsutil import check_output_path
 
+    for option in ("html", "prom", "json"):
+        if getattr(args, option):
+            check_output_path(getattr(args, option), f"--{option}")
     site, bench, site_db = report_site(args.site)
     db = args.db or os.environ.get("SNRUN_BENCH_DB") or site_db or default_db()
     return main_report(args, db=db, site=site, bench=bench)

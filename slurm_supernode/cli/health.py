@@ -37,7 +37,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--allreduce-nproc", type=positive, metavar="N", help="default: devices (gloo: 2)"
     )
     p.add_argument(
-        "--timeout", type=number(above=0, maximum=86400), default=30.0, help="all-reduce timeout (30 s)"
+        "--timeout",
+        type=number(above=0, maximum=86400),
+        default=30.0,
+        help="all-reduce timeout (30 s)",
     )
     act = p.add_mutually_exclusive_group()
     act.add_argument("--drain", action="store_true", help="drain the node when critical")

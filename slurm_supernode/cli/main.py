@@ -97,6 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     name = args[0] if args[0] in SUBCOMMANDS else "submit"
     rest = args[1:] if args[0] in SUBCOMMANDS else args
+    prog = _prog(name)
     try:
         own = _own_args(name, rest)
         if "--debug" in rest[:own]:
@@ -105,12 +106,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser = build_parser(name)
         mod = _load(name)
         ns = mod.parse(parser, rest) if hasattr(mod, "parse") else parser.parse_args(rest)
+        if isinstance(getattr(ns, "action", None), str):  # snrun site export, snrun bench run
+            prog = f"{prog} {ns.action}"
         return int(mod.run(ns) or 0)
     except SnrunError as exc:
         if debug:
             raise
         for i, line in enumerate(str(exc).splitlines() or [""]):
-            prog = getattr(exc, "prog", None) or _prog(name)
+            prog = getattr(exc, "prog", None) or prog
             print(f"{prog}: error: {line}" if i == 0 else line, file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:

@@ -69,8 +69,10 @@ class Parser(argparse.ArgumentParser):
             if choice:
                 choices = [c.strip().strip("'") for c in choice["choices"].split(",")]
                 close = difflib.get_close_matches(choice["value"], choices, n=1)
-                hint = (f"did you mean {close[0]!r}? " if close else "") + "one of " + ", ".join(
-                    choices
+                hint = (
+                    (f"did you mean {close[0]!r}? " if close else "")
+                    + "one of "
+                    + ", ".join(choices)
                 )
                 text = f"unknown value {choice['value']!r}"
             elif bad:

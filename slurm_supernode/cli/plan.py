@@ -48,9 +48,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     for flag, typ, text in MODEL_FLAGS:
         g.add_argument(flag, type=typ, help=text)
     g.add_argument("--global-batch", type=_positive, help="sequences per step (default: world)")
-    g.add_argument(
-        "--compute-time", type=_amount, help="compute seconds per step (measured)"
-    )
+    g.add_argument("--compute-time", type=_amount, help="compute seconds per step (measured)")
     g.add_argument("--tflops", type=_amount, help="peak TFLOP/s per device (derives compute)")
     g.add_argument(
         "--mfu", type=number(above=0, maximum=1), default=0.4, help="model FLOPs utilisation (0.4)"
@@ -101,6 +99,7 @@ def _workload(args):
 def run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
+    from slurm_supernode.fsutil import check_output_path
     from slurm_supernode.placement.model import Layout
     from slurm_supernode.placement.rankmap import build_rank_map, rank_map_to_json
     from slurm_supernode.placement.render import render_plan
@@ -109,6 +108,12 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(
             "no nodelist given", where="--nodelist", hint="pass --nodelist or run inside a job"
         )
+    for option, out in (
+        ("--hccl-rank-table", args.hccl_rank_table),
+        ("--nccl-topo-file", args.nccl_topo_file),
+    ):
+        if out:
+            check_output_path(out, option)
     work = _workload(args)  # validate the model flags before loading anything
     site = _load_site(args.site)
     layout = Layout(tp=args.tp, cp=args.cp, ep=args.ep, pp=args.pp, order=args.order)

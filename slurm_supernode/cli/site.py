@@ -51,7 +51,7 @@ def _validate(args: argparse.Namespace) -> int:
         try:
             path = find_site(arg)
         except InputError as exc:
-            print(f"{arg}: {exc}", file=sys.stderr)
+            print(str(exc) if exc.where else f"{arg}: {exc}", file=sys.stderr)
             status = 2
             continue
         site, problems = load_file(path)
@@ -81,9 +81,11 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from slurm_supernode.fsutil import write_atomic
+    from slurm_supernode.fsutil import check_output_path, write_atomic
     from slurm_supernode.site.export import export
 
+    if args.output:
+        check_output_path(args.output, "-o/--output")
     text = export(_load(args.file), args.fmt, args.node_port_base)
     if args.output:
         try:

@@ -53,7 +53,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     for dim in ("tp", "cp", "ep", "pp"):
         g.add_argument(
-            f"--{dim}", type=positive, default=1, metavar="N", help=f"{dim.upper()} size (default 1)"
+            f"--{dim}", type=positive, default=1, metavar="N", help=f"{dim.upper()} size (1)"
         )
     g.add_argument("--order", default=DEFAULT_ORDER, help="dimension order, innermost first")
     j = p.add_argument_group("snrun")
@@ -175,9 +175,7 @@ def spec_from_args(ns: argparse.Namespace) -> JobSpec:
     for item in ns.block:
         name, sep, path = item.partition("=")
         if not sep:
-            raise InputError(
-                f"bad value {item!r}", where="--template-block", hint="use NAME=PATH"
-            )
+            raise InputError(f"bad value {item!r}", where="--template-block", hint="use NAME=PATH")
         blocks.append((name, path))
     return JobSpec(
         program=program,

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from slurm_supernode.bench.store import open_store
 from slurm_supernode.cli.main import main
 from tests.bench.helpers import make_run
