@@ -70,9 +70,7 @@ def check_output_path(path: str | os.PathLike[str], where: str) -> Path:
                 f"{above} is a file, not a directory", where=where, hint="choose another path"
             ) from None
     if st is not None and stat.S_ISDIR(st.st_mode):
-        raise InputError(
-            f"{target} is a directory", where=where, hint="give a file name inside it"
-        )
+        raise InputError(f"{target} is a directory", where=where, hint="give a file name inside it")
     if st is not None and not stat.S_ISREG(st.st_mode):
         raise InputError(
             f"{target} exists and is not a regular file", where=where, hint="choose another path"
