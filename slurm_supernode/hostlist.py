@@ -161,18 +161,28 @@ def expand(expr: str) -> list[str]:
     >>> expand("n[3,1-2],x")
     ['n3', 'n1', 'n2', 'x']
     """
-    _check_chars(expr)
+    return _expand(expr)
+
+
+def expand_paths(pattern: str) -> list[str]:
+    """Expand a bracketed path pattern (``/dev/nvidia[0-7]``) with the hostlist rules; '/' is
+    allowed here, set operators and groups are not."""
+    return _expand(pattern, "/")
+
+
+def _expand(expr: str, also: str = "") -> list[str]:
+    _check_chars(expr, also)
     hosts: list[str] = []
     for piece in _split_top(expr):
         hosts.extend(_expand_piece(piece))
     return hosts
 
 
-def _check_chars(expr: str) -> None:
+def _check_chars(expr: str, also: str = "") -> None:
     if not isinstance(expr, str) or not expr.strip():
         raise HostlistError("empty hostlist")
     for i, ch in enumerate(expr):
-        if ch not in _ALLOWED:
+        if ch not in _ALLOWED and ch not in also:
             raise HostlistError(
                 f"character {ch!r} at position {i + 1} is not allowed in a hostlist"
                 " (host names use letters, digits, '-', '_' and '.')"
@@ -202,6 +212,13 @@ def fold(hosts: Iterable[str]) -> str:
     from ClusterShell.NodeSet import RESOLVER_NOGROUP, NodeSet
 
     return str(NodeSet.fromlist(list(hosts), resolver=RESOLVER_NOGROUP))
+
+
+def sort_hosts(hosts: Iterable[str]) -> list[str]:
+    """Hosts in Slurm's natural order (``n2`` before ``n10``), duplicates dropped."""
+    from ClusterShell.NodeSet import RESOLVER_NOGROUP, NodeSet
+
+    return list(NodeSet.fromlist(list(hosts), resolver=RESOLVER_NOGROUP))
 
 
 def fold_ordered(hosts: Iterable[str]) -> str:
