@@ -184,8 +184,8 @@ def _check_chars(expr: str, also: str = "") -> None:
     for i, ch in enumerate(expr):
         if ch not in _ALLOWED and ch not in also:
             raise HostlistError(
-                f"character {ch!r} at position {i + 1} is not allowed in a hostlist"
-                " (host names use letters, digits, '-', '_' and '.')"
+                f"character {ch!r} is not allowed in a hostlist (position {i + 1};"
+                " host names use letters, digits, '-', '_' and '.')"
             )
 
 
