@@ -199,7 +199,7 @@ def plan_request(
         raise InputError("give either -S/--supernodes or -N/--nodes, not both", where="-S/-N")
     for opt, val in (("-S/--supernodes", spec.supernodes), ("-N/--nodes", spec.nodes)):
         if val is not None and val < 1:
-            raise InputError(f"{opt} must be at least 1, got {val}", where=opt)
+            raise InputError(f"must be at least 1, got {val}", where=opt)
 
     strategy, notices = resolve_strategy(site, facts)
     partition = spec.partition or site.slurm.partition
