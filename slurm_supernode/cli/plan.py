@@ -22,6 +22,7 @@ MODEL_FLAGS = (
     ("--topk", int, "experts per token"),
     ("--params", float, "total parameters (e.g. 70e9)"),
     ("--active-params", float, "parameters used per token (MoE)"),
+    ("--kv-hidden", int, "K/V width = hidden x kv_heads / heads (GQA; default hidden)"),
 )
 
 
@@ -57,6 +58,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--compute-time", type=float, help="compute seconds per step (measured)")
     g.add_argument("--tflops", type=float, help="peak TFLOP/s per device (derives compute)")
     g.add_argument("--mfu", type=float, default=0.4, help="model FLOPs utilisation (0.4)")
+    g.add_argument(
+        "--sequence-parallel",
+        action="store_true",
+        help="Megatron --sequence-parallel (always on for MoE with tp > 1)",
+    )
     g.add_argument("--device-memory", type=float, help="GB per device: filter --recommend")
     g.add_argument("--recommend", action="store_true", help="rank feasible layouts (top 10)")
     g.add_argument("--top", type=_positive, default=10, help="how many layouts to recommend")
@@ -97,6 +103,7 @@ def _workload(args):
         compute_time_s=args.compute_time,
         tflops=args.tflops,
         mfu=args.mfu,
+        sequence_parallel=args.sequence_parallel,
     )
 
 
