@@ -17,8 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from ClusterShell.NodeSet import NodeSet  # noqa: E402
-
+from slurm_supernode.hostlist import fold  # noqa: E402
 from slurm_supernode.placement.cost import Workload, plan_cost  # noqa: E402
 from slurm_supernode.placement.model import Layout  # noqa: E402
 from slurm_supernode.placement.models import model_spec  # noqa: E402
@@ -50,7 +49,7 @@ def run(supernodes: int) -> dict[str, float]:
     layout = Layout(tp=8, pp=8)
     rm, t_build = timed(lambda: build_rank_map(site, hosts, layout))
     _, _, mem_build = measure(lambda: build_rank_map(site, hosts, layout))
-    folded = str(NodeSet.fromlist(hosts))  # what SLURM_JOB_NODELIST looks like
+    folded = fold(hosts)  # what SLURM_JOB_NODELIST looks like
     _, t_str = timed(lambda: build_rank_map(site, folded, layout))
     _, t_json = timed(lambda: rank_map_to_json(rm))
     work = Workload(model_spec("llama-405b"), tflops=2500)

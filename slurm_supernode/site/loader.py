@@ -24,7 +24,7 @@ from typing import Any
 import yaml
 
 from slurm_supernode.errors import ConfigError, InputError, Problem
-from slurm_supernode.site.hostlist import HostlistError, expand
+from slurm_supernode.hostlist import HostlistError, expand
 from slurm_supernode.site.model import (
     LINK_LEVELS,
     RESTART_CAUSES,
@@ -84,7 +84,9 @@ SLURM_KEYS = (
     "gres_name",
     "node_options",
 )
-LINK_KEYS = ("bandwidth_gbps", "latency_us", "kind")
+LINK_KEYS = ("bandwidth_GBps", "latency_us", "kind")
+# Renamed: the value was always GB/s (gigabytes per second) while the name said gigabits.
+OLD_LINK_KEYS = {"bandwidth_gbps": "bandwidth_GBps"}
 BENCH_KEYS = ("regression_pct", "baseline_runs", "sizes", "min_busbw_gbps")
 PATH_KEYS = ("jobs_dir", "results_db", "state_dir")
 IP_KEYS = ("pattern", "nodes")
@@ -808,18 +810,29 @@ class _Builder:
         m = self.mapping(item[1], "links", LINK_LEVELS, LINK_LEVELS)
         out: dict[str, LinkLevel] = {}
         for level, (_, vnode) in (m or {}).items():
-            lm = self.mapping(vnode, f"links.{level}", LINK_KEYS, ("bandwidth_gbps", "latency_us"))
+            lm = self.mapping(vnode, f"links.{level}", LINK_KEYS + tuple(OLD_LINK_KEYS))
             if lm is None:
                 continue
+            for old, key in OLD_LINK_KEYS.items():
+                if old in lm:
+                    self.err(
+                        lm.pop(old)[0],
+                        f"links.{level}.{old} is the old name: the value is in GB/s "
+                        f"(gigabytes per second), rename the key to {key}",
+                    )
+                elif key not in lm:
+                    self.err(vnode, f"links.{level} is missing required key {key!r}")
+            if "latency_us" not in lm:
+                self.err(vnode, f"links.{level} is missing required key 'latency_us'")
             vals: dict[str, Any] = {}
-            for key in ("bandwidth_gbps", "latency_us"):
+            for key in ("bandwidth_GBps", "latency_us"):
                 if key in lm:
                     self.src.links[(level, key)] = self.loc(lm[key][1])
                     vals[key] = self.number(lm[key][1], f"links.{level}.{key}")
             kind = self.text(lm["kind"][1], f"links.{level}.kind") if "kind" in lm else ""
-            if vals.get("bandwidth_gbps") is not None and vals.get("latency_us") is not None:
+            if vals.get("bandwidth_GBps") is not None and vals.get("latency_us") is not None:
                 out[level] = LinkLevel(
-                    level, vals["bandwidth_gbps"], vals["latency_us"], kind or ""
+                    level, vals["bandwidth_GBps"], vals["latency_us"], kind or ""
                 )
         return {lvl: out[lvl] for lvl in LINK_LEVELS if lvl in out}
 

@@ -22,7 +22,7 @@ class LinkLevel:
     """Bandwidth per device (GB/s, one direction) and latency of one level of the hierarchy."""
 
     name: str
-    bandwidth_gbps: float
+    bandwidth_GBps: float
     latency_us: float
     kind: str = ""  # free text: "nvlink", "hccs", "infiniband", "roce", ...
 
