@@ -50,7 +50,7 @@ V12_DEVICE = (
 )
 
 
-# -- what a node reads about itself (filled by slurm_supernode.health.ascend) ----------------
+# -- what a node reads about itself (filled by slurm_supernode.runtime.ascend) ---------------
 @dataclass(frozen=True, slots=True)
 class DeviceFacts:
     """One device as its node's tools report it. ``None``: the tool gave nothing."""

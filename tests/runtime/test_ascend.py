@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from slurm_supernode.health.ascend import (
+from slurm_supernode.placement.hccl import decode_sdid
+from slurm_supernode.runtime.ascend import (
     parse_hccn_conf,
     parse_hccn_ip,
     parse_npu_mapping,
@@ -15,7 +16,6 @@ from slurm_supernode.health.ascend import (
     read_node_facts,
     site_vs_hardware,
 )
-from slurm_supernode.placement.hccl import decode_sdid
 
 DATA = Path(__file__).parents[1] / "data" / "ascend"
 BIN = DATA / "bin"
