@@ -15,7 +15,7 @@ import shutil
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from slurm_supernode.errors import SlurmError
+from slurm_supernode.errors import SlurmError, SlurmErrorKind
 from slurm_supernode.slurm.parse import parse_config
 from slurm_supernode.slurm.runner import run_slurm
 
@@ -37,7 +37,9 @@ def parse_version(text: str) -> SlurmVersion:
     """`slurm 22.05.8`, `slurm-wlm 24.11.1`, `slurm 23.02.0-0rc1` -> SlurmVersion."""
     m = _VERSION.search(text)
     if not m:
-        raise SlurmError(f"cannot read a Slurm version from {text.strip()!r}")
+        raise SlurmError(
+            f"cannot read a Slurm version from {text.strip()!r}", kind=SlurmErrorKind.BAD_OUTPUT
+        )
     return SlurmVersion(int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))
 
 
