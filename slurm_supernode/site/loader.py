@@ -968,6 +968,7 @@ class _Builder:
             )
         if "super_pod_id" in m:
             r["pod"] = self.integer(m["super_pod_id"][1], f"{what}.super_pod_id", 0)
+            self.src.sn_pod[i] = self.loc(m["super_pod_id"][1])
         if "spares" in m:
             spares = self.integer(m["spares"][1], f"{what}.spares", 0)
             if spares is not None and r["hosts"] and spares >= len(r["hosts"]):
