@@ -195,8 +195,11 @@ def _install(args: argparse.Namespace) -> int:
     hour, minute = sch.parse_hhmm(args.nightly)
     site, registry = _site_and_registry(args)
     mode = args.mode
-    if mode == "auto":
-        mode = "scrontab" if detect_features().has_scrontab else "chain"
+    if mode != "chain":
+        feats = detect_features()
+        mode, notice = sch.choose_mode(mode, feats.has_scrontab, feats.scrontab_why_not)
+        if notice:
+            print(f"snrun: {notice}", file=sys.stderr)
     site_arg = site_argument(args.site) or site.name
     entry = sch.new_schedule(
         args.name or site.name,

@@ -14,9 +14,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(ns: argparse.Namespace) -> int:
     from slurm_supernode.launch.jobdir import find_job_dir, jobs_root
+    from slurm_supernode.runtime import ledger
+    from slurm_supernode.runtime.status import chain_summary
     from slurm_supernode.slurm.jobs import cancel
-    from slurm_supernode.supervise import ledger
-    from slurm_supernode.supervise.status import chain_summary
 
     job_dir = find_job_dir(jobs_root(ns.jobs_dir, ns.site), ns.job)
     # Mark first, so a supervisor that is just starting sees the chain is over.

@@ -25,6 +25,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "cancel": ("cancel", "cancel a whole job chain"),
     "bench": ("bench", "collective bandwidth benchmarks: run, submit, schedule, report"),
     "health": ("health", "node health checks; drain and resume nodes"),
+    "doctor": ("doctor", "six-step checklist of a slow super node (device .. storage)"),
     "agent": ("agent", "(in a job) per-node agent: rank map, env, exec torchrun"),
     "supervise": ("supervise", "(in a job) batch-step supervisor around the agents"),
 }

@@ -7,7 +7,6 @@ nodelist and site default to ``$SLURM_JOB_NODELIST`` and ``$SNRUN_SITE``. Never 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 
@@ -105,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from slurm_supernode.placement.model import Layout
-    from slurm_supernode.placement.rankmap import build_rank_map, rank_map_to_json
+    from slurm_supernode.placement.rankmap import build_rank_map
     from slurm_supernode.placement.render import render_plan
 
     if not args.nodelist:
@@ -155,9 +154,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"wrote NCCL topology file: {path}", file=sys.stderr)
 
     if args.json:
-        doc = rank_map_to_json(rm) | {"site": site.name, "recommendations": recs}
-        json.dump(doc, sys.stdout, indent=1)
-        sys.stdout.write("\n")
+        from slurm_supernode.placement.planjson import write_plan_json
+
+        write_plan_json(rm, sys.stdout, {"site": site.name, "recommendations": recs})
     else:
         max_nodes = len(rm.nodes) if args.full else 16
         sys.stdout.write(

@@ -15,7 +15,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(ns: argparse.Namespace) -> int:
     from slurm_supernode.launch.jobdir import find_job_dir, jobs_root
-    from slurm_supernode.supervise.status import chain_summary, format_chain, to_json
+    from slurm_supernode.runtime.status import chain_summary, format_chain, to_json
 
     job_dir = find_job_dir(jobs_root(ns.jobs_dir, ns.site), ns.job)
     summary = chain_summary(job_dir)

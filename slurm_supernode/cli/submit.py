@@ -160,7 +160,7 @@ def run(ns: argparse.Namespace) -> int:
     print(job_id if ns.parsable else f"Submitted batch job {job_id}", flush=True)
     if not ns.wait:
         return 0
-    from slurm_supernode.supervise.wait import wait_chain
+    from slurm_supernode.runtime.wait import wait_chain
 
     final = wait_chain(plan.job_dir, job_id)
     print(f"snrun: job chain {final.get('state')}: {final.get('reason') or ''}", file=sys.stderr)

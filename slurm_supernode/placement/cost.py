@@ -65,7 +65,7 @@ class DimCost:
     level: str | None  # slowest link level its groups span; None: no communication
     bytes: float  # per device per step
     collectives: int  # per device per step
-    bandwidth_gbps: float
+    bandwidth_GBps: float
     latency_s: float
     time_s: float
 
@@ -76,7 +76,7 @@ class DimCost:
             "level": self.level,
             "bytes": self.bytes,
             "collectives": self.collectives,
-            "bandwidth_gbps": self.bandwidth_gbps,
+            "bandwidth_GBps": self.bandwidth_GBps,
             "latency_s": self.latency_s,
             "time_s": self.time_s,
         }
@@ -145,7 +145,7 @@ def _link(site: Site, level: str) -> LinkLevel:
         raise InputError(
             f"site {site.name!r} has no link level {level!r}",
             where="links",
-            hint="describe links: node, supernode, inter (bandwidth_gbps, latency_us)",
+            hint="describe links: node, supernode, inter (bandwidth_GBps, latency_us)",
         ) from None
 
 
@@ -174,9 +174,9 @@ def step_cost(site: Site, lay: Layout, levels: dict[str, str | None], work: Work
             continue
         link = _link(site, level)
         latency = colls * steps * link.latency_us * 1e-6
-        time = nbytes / (link.bandwidth_gbps * GB) + latency
+        time = nbytes / (link.bandwidth_GBps * GB) + latency
         dims.append(
-            DimCost(dim, lay.size(dim), level, nbytes, colls, link.bandwidth_gbps, latency, time)
+            DimCost(dim, lay.size(dim), level, nbytes, colls, link.bandwidth_GBps, latency, time)
         )
     if work.compute_time_s is not None:
         compute, bubble = work.compute_time_s, 0.0  # a measured step already has its bubble

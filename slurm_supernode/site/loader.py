@@ -24,13 +24,14 @@ from typing import Any
 import yaml
 
 from slurm_supernode.errors import ConfigError, InputError, Problem
-from slurm_supernode.site.hostlist import HostlistError, expand
+from slurm_supernode.hostlist import HostlistError, expand
 from slurm_supernode.site.model import (
     LINK_LEVELS,
     RESTART_CAUSES,
     STRATEGIES,
     VENDORS,
     BenchSettings,
+    DoctorSettings,
     EnvProfile,
     LinkLevel,
     NicSpec,
@@ -60,6 +61,7 @@ TOP_KEYS = (
     "env_profiles",
     "bench",
     "paths",
+    "doctor",
     "imex_channels",
     "restarts",
 )
@@ -84,9 +86,14 @@ SLURM_KEYS = (
     "gres_name",
     "node_options",
 )
-LINK_KEYS = ("bandwidth_gbps", "latency_us", "kind")
+LINK_KEYS = ("bandwidth_GBps", "latency_us", "kind")
+# Renamed: the value was always GB/s (gigabytes per second) while the name said gigabits.
+OLD_LINK_KEYS = {"bandwidth_gbps": "bandwidth_GBps"}
 BENCH_KEYS = ("regression_pct", "baseline_runs", "sizes", "min_busbw_gbps")
 PATH_KEYS = ("jobs_dir", "results_db", "state_dir")
+DOCTOR_NUMBERS = ("bandwidth_warn", "bandwidth_fail", "slow_pct", "min_tflops", "min_write_mbps",
+                  "min_read_mbps", "min_free_gb")  # fmt: skip
+DOCTOR_KEYS = (*DOCTOR_NUMBERS, "size", "checkpoint_dir", "storage_mb")
 IP_KEYS = ("pattern", "nodes")
 # NodeName attributes snrun writes itself (from node_defaults / super nodes).
 RESERVED_NODE_OPTIONS = ("NodeName", "Features", "Gres", "CPUs", "RealMemory", "Port")
@@ -369,6 +376,7 @@ class _Builder:
         env = self._env_profiles(top["env_profiles"][1]) if "env_profiles" in top else {}
         bench = self._bench(top["bench"][1]) if "bench" in top else BenchSettings()
         paths = self._paths(top["paths"][1]) if "paths" in top else PathSettings()
+        doctor = self._doctor(top["doctor"][1]) if "doctor" in top else DoctorSettings()
         imex = (
             self.boolean(top["imex_channels"][1], "imex_channels")
             if "imex_channels" in top
@@ -386,6 +394,7 @@ class _Builder:
             env_profiles=env,
             bench=bench,
             paths=paths,
+            doctor=doctor,
             imex_channels=bool(imex),
             restarts=restarts,
             source=self.file,
@@ -807,18 +816,29 @@ class _Builder:
         m = self.mapping(item[1], "links", LINK_LEVELS, LINK_LEVELS)
         out: dict[str, LinkLevel] = {}
         for level, (_, vnode) in (m or {}).items():
-            lm = self.mapping(vnode, f"links.{level}", LINK_KEYS, ("bandwidth_gbps", "latency_us"))
+            lm = self.mapping(vnode, f"links.{level}", LINK_KEYS + tuple(OLD_LINK_KEYS))
             if lm is None:
                 continue
+            for old, key in OLD_LINK_KEYS.items():
+                if old in lm:
+                    self.err(
+                        lm.pop(old)[0],
+                        f"links.{level}.{old} is the old name: the value is in GB/s "
+                        f"(gigabytes per second), rename the key to {key}",
+                    )
+                elif key not in lm:
+                    self.err(vnode, f"links.{level} is missing required key {key!r}")
+            if "latency_us" not in lm:
+                self.err(vnode, f"links.{level} is missing required key 'latency_us'")
             vals: dict[str, Any] = {}
-            for key in ("bandwidth_gbps", "latency_us"):
+            for key in ("bandwidth_GBps", "latency_us"):
                 if key in lm:
                     self.src.links[(level, key)] = self.loc(lm[key][1])
                     vals[key] = self.number(lm[key][1], f"links.{level}.{key}")
             kind = self.text(lm["kind"][1], f"links.{level}.kind") if "kind" in lm else ""
-            if vals.get("bandwidth_gbps") is not None and vals.get("latency_us") is not None:
+            if vals.get("bandwidth_GBps") is not None and vals.get("latency_us") is not None:
                 out[level] = LinkLevel(
-                    level, vals["bandwidth_gbps"], vals["latency_us"], kind or ""
+                    level, vals["bandwidth_GBps"], vals["latency_us"], kind or ""
                 )
         return {lvl: out[lvl] for lvl in LINK_LEVELS if lvl in out}
 
@@ -884,6 +904,39 @@ class _Builder:
             if v is not None:
                 out.append((cause, v))
         return tuple(out)
+
+    def _doctor(self, node: yaml.Node) -> DoctorSettings:
+        """``doctor:``: fractions in (0, 1], percentages in (0, 100), floors >= 0."""
+        m = self.mapping(node, "doctor", DOCTOR_KEYS) or {}
+        kw: dict[str, Any] = {}
+        for key in DOCTOR_NUMBERS:
+            if key not in m:
+                continue
+            vnode = m[key][1]
+            v = self.number(vnode, f"doctor.{key}")
+            if v is None:
+                continue
+            if key.startswith("bandwidth_") and not 0 < v <= 1:
+                self.err(vnode, f"doctor.{key} must be a fraction in (0, 1], got {v:g}")
+            elif key == "slow_pct" and not 0 < v < 100:
+                self.err(vnode, f"doctor.slow_pct must be in (0, 100), got {v:g}")
+            elif v < 0:
+                self.err(vnode, f"doctor.{key} must be >= 0, got {v:g}")
+            else:
+                kw[key] = v
+        for key in ("size", "storage_mb"):
+            if key in m:
+                v = self.integer(m[key][1], f"doctor.{key}", 1)
+                if v is not None:
+                    kw[key] = v
+        if "checkpoint_dir" in m:
+            v = self.text(m["checkpoint_dir"][1], "doctor.checkpoint_dir")
+            if v is not None:
+                kw["checkpoint_dir"] = v
+        warn, fail = kw.get("bandwidth_warn", 0.6), kw.get("bandwidth_fail", 0.4)
+        if fail > warn:
+            self.err(node, f"doctor.bandwidth_fail ({fail:g}) is above bandwidth_warn ({warn:g})")
+        return DoctorSettings(**kw)
 
     def _paths(self, node: yaml.Node) -> PathSettings:
         m = self.mapping(node, "paths", PATH_KEYS) or {}

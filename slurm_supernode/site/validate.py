@@ -265,12 +265,12 @@ def _check_strategy(site: Site, src: SourceMap) -> list[Problem]:
 def _check_links(site: Site, src: SourceMap) -> list[Problem]:
     out: list[Problem] = []
     for level, link in site.links.items():
-        if link.bandwidth_gbps <= 0:
+        if link.bandwidth_GBps <= 0:
             out.append(
                 _p(
                     src,
-                    src.links.get((level, "bandwidth_gbps")),
-                    f"links.{level}.bandwidth_gbps must be > 0, got {link.bandwidth_gbps:g}",
+                    src.links.get((level, "bandwidth_GBps")),
+                    f"links.{level}.bandwidth_GBps must be > 0, got {link.bandwidth_GBps:g}",
                     "GB/s per device, one direction",
                 )
             )

@@ -6,8 +6,8 @@ job-completion log (`sacct -c`, jobcomp/filetxt) or accounting (`sacct`, slurmdb
 
 The controller is asked with `scontrol show job --json` (data_parser, Slurm >= 23.02): typed
 fields, the derived exit code included. Slurm 22.05's scontrol has no `--json` (it says
-`unrecognized option`, without asking the controller): then the `-o` text form is parsed.
-Detected on each call from that answer, so nothing is remembered between calls.
+`unrecognized option`, without asking the controller; a REFUSED failure): then the `-o` text
+form is parsed. Detected on each call from that answer, so nothing is remembered between calls.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from slurm_supernode.errors import JobError, SlurmError
+from slurm_supernode.errors import JobError, SlurmError, SlurmErrorKind
 from slurm_supernode.slurm.parse import (
     json_exit_code,
     json_number,
@@ -32,7 +32,7 @@ from slurm_supernode.slurm.parse import (
     parse_time,
     to_int,
 )
-from slurm_supernode.slurm.runner import run_slurm
+from slurm_supernode.slurm.runner import failure_kind, run_slurm
 
 # States after which a job will not run again by itself.
 ENDED_STATES = frozenset(
@@ -116,7 +116,9 @@ def parse_job_id(text: str) -> int:
     """`sbatch --parsable` prints `123` or `123;cluster`."""
     head = text.strip().splitlines()[-1].split(";")[0].strip() if text.strip() else ""
     if not head.isdigit():
-        raise SlurmError(f"sbatch printed no job id: {text.strip()!r}")
+        raise SlurmError(
+            f"sbatch printed no job id: {text.strip()!r}", kind=SlurmErrorKind.BAD_OUTPUT
+        )
     return int(head)
 
 
@@ -179,34 +181,40 @@ def _json_jobs(text: str) -> list[JobInfo]:
     try:
         doc = json.loads(text)
     except ValueError as e:
-        raise SlurmError(f"scontrol show job --json printed no JSON: {text[:200]!r}") from e
+        raise SlurmError(
+            f"scontrol show job --json printed no JSON: {text[:200]!r}",
+            kind=SlurmErrorKind.BAD_OUTPUT,
+        ) from e
     entries = doc.get("jobs") if isinstance(doc, dict) else None
     if not isinstance(entries, list):
-        raise SlurmError("scontrol show job --json printed no 'jobs' list")
+        raise SlurmError(
+            "scontrol show job --json printed no 'jobs' list", kind=SlurmErrorKind.BAD_OUTPUT
+        )
     return [job_from_json(j) for j in entries if isinstance(j, dict)]
-
-
-def _no_json(stderr: str) -> bool:
-    """scontrol without `--json` (Slurm 22.05) says so before asking the controller."""
-    return "unrecognized option" in stderr and "json" in stderr
 
 
 def controller_jobs(job_id: int | None = None) -> list[JobInfo]:
     """What the controller knows: one job (`job_id`) or all; [] when it does not know it.
-    JSON where scontrol has it, the `-o` text form elsewhere."""
+    JSON where scontrol has it; where it refuses the option (22.05: `unrecognized option
+    '--json'`, said without asking the controller) the `-o` text form."""
     target = [str(job_id)] if job_id is not None else []
     proc = run_slurm(["scontrol", "show", "job", "--json", *target], timeout=30, check=False)
     if proc.returncode == 0:
         return _json_jobs(proc.stdout)
-    if not _no_json(proc.stderr):
-        if "Invalid job id" in proc.stderr or "No jobs in the system" in proc.stdout:
-            return []
-        raise SlurmError(f"scontrol show job {' '.join(target)} failed: {proc.stderr.strip()}")
+    kind = failure_kind(proc)
+    if kind is SlurmErrorKind.NOT_FOUND:
+        return []
+    if kind is not SlurmErrorKind.REFUSED:
+        raise SlurmError(
+            f"scontrol show job {' '.join(target)} failed: {proc.stderr.strip()}", kind=kind
+        )
     proc = run_slurm(["scontrol", "show", "job", "-o", *target], timeout=30, check=False)
     if proc.returncode != 0:
-        if "Invalid job id" in proc.stderr or "No jobs in the system" in proc.stdout:
+        if (kind := failure_kind(proc)) is SlurmErrorKind.NOT_FOUND:
             return []
-        raise SlurmError(f"scontrol show job {' '.join(target)} failed: {proc.stderr.strip()}")
+        raise SlurmError(
+            f"scontrol show job {' '.join(target)} failed: {proc.stderr.strip()}", kind=kind
+        )
     return [job_from_record(rec) for rec in parse_kv_records(proc.stdout) if "JobId" in rec]
 
 
@@ -290,8 +298,8 @@ def cancel(job_id: int, signal: str | None = None, batch_only: bool = False) -> 
         cmd.append("--batch")
     cmd.append(str(job_id))
     proc = run_slurm(cmd, timeout=30, check=False)
-    if proc.returncode != 0 and "already completing or completed" not in proc.stderr:
-        raise SlurmError(f"scancel {job_id} failed: {proc.stderr.strip()}")
+    if proc.returncode != 0 and (kind := failure_kind(proc)) is not SlurmErrorKind.ENDED:
+        raise SlurmError(f"scancel {job_id} failed: {proc.stderr.strip()}", kind=kind)
 
 
 def update_job(job_id: int, **fields: object) -> None:
@@ -332,6 +340,7 @@ def release_requeued(job_id: int, *, timeout: float = 30) -> bool:
             if time.monotonic() > deadline:
                 raise SlurmError(
                     f"job {job_id} still waits for its BeginTime after release",
+                    kind=SlurmErrorKind.STUCK,
                     hint=f"scontrol update JobId={job_id} StartTime=now",
                 )
             # slurmd refuses a credential created in the same second as the revocation of the
@@ -346,6 +355,7 @@ def release_requeued(job_id: int, *, timeout: float = 30) -> bool:
         if time.monotonic() > deadline:
             raise SlurmError(
                 f"job {job_id} stayed {info.state} after requeue",
+                kind=SlurmErrorKind.STUCK,
                 hint=f"scontrol update JobId={job_id} StartTime=now",
             )
         time.sleep(0.1)

@@ -152,3 +152,33 @@ def test_submit_dry_run_never_imports_torch(tmp_path):
                               "SLURM_CONF": "/nonexistent"}, timeout=60)  # fmt: skip
     assert out.stdout.split()[-2:] == ["NOTORCH", "0"], out.stderr
     assert "srun --kill-on-bad-exit=1" in out.stdout
+
+
+@pytest.mark.parametrize(
+    ("requested", "has", "mode", "notice"),
+    [
+        ("auto", True, "scrontab", None),
+        ("auto", False, "chain", "ScronParameters=enable"),
+        ("chain", True, "chain", None),
+        ("scrontab", True, "scrontab", None),
+    ],
+)
+def test_choose_mode_falls_back_to_chain(requested, has, mode, notice):
+    why = (
+        None
+        if has
+        else "scrontab is disabled on this cluster (slurm.conf needs ScronParameters=enable)"
+    )
+    got_mode, got_notice = sch.choose_mode(requested, has, why)
+    assert got_mode == mode
+    assert (got_notice is None) if notice is None else (notice in got_notice)
+
+
+def test_choose_mode_scrontab_refused_says_why():
+    with pytest.raises(InputError, match="ScronParameters=enable") as info:
+        sch.choose_mode(
+            "scrontab",
+            False,
+            "scrontab is disabled on this cluster (slurm.conf needs ScronParameters=enable)",
+        )
+    assert info.value.hint and "--mode chain" in info.value.hint

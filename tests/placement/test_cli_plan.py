@@ -147,9 +147,9 @@ node_defaults:
   devices: 8
   device_groups: [[0, 1, 2, 3], [4, 5, 6, 7]]
 links:
-  node: {bandwidth_gbps: 450, latency_us: 2, kind: nvlink}
-  supernode: {bandwidth_gbps: 200, latency_us: 4, kind: nvswitch}
-  inter: {bandwidth_gbps: 50, latency_us: 8, kind: infiniband}
+  node: {bandwidth_GBps: 450, latency_us: 2, kind: nvlink}
+  supernode: {bandwidth_GBps: 200, latency_us: 4, kind: nvswitch}
+  inter: {bandwidth_GBps: 50, latency_us: 8, kind: infiniband}
 """
 
 

@@ -210,9 +210,9 @@ def test_spares_are_loaded_and_checked() -> None:
         "  - {name: b, nodes: 'm[0-1]', spares: 2}\n"
         "node_defaults: {devices: 4}\n"
         "links:\n"
-        "  node: {bandwidth_gbps: 1, latency_us: 1}\n"
-        "  supernode: {bandwidth_gbps: 1, latency_us: 1}\n"
-        "  inter: {bandwidth_gbps: 1, latency_us: 1}\n"
+        "  node: {bandwidth_GBps: 1, latency_us: 1}\n"
+        "  supernode: {bandwidth_GBps: 1, latency_us: 1}\n"
+        "  inter: {bandwidth_GBps: 1, latency_us: 1}\n"
     )
     site, problems = parse_site(text, "s.yaml")
     assert [str(p) for p in problems] == [

@@ -6,7 +6,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from slurm_supernode.site.hostlist import HostlistError, expand, fold, fold_ordered
+from slurm_supernode.hostlist import (
+    HostlistError,
+    expand,
+    expand_paths,
+    fold,
+    fold_ordered,
+    sort_hosts,
+)
 
 
 def test_expand_keeps_written_order_and_duplicates():
@@ -75,3 +82,24 @@ def test_fold_ordered_round_trip_keeps_order(hosts):
 @given(st.lists(_host, min_size=1, max_size=40))
 def test_expand_of_plain_list_is_identity(hosts):
     assert expand(",".join(hosts)) == hosts
+
+
+def test_expand_paths_allows_slash_but_not_set_operators():
+    assert expand_paths("/dev/nvidia[0-2]") == ["/dev/nvidia0", "/dev/nvidia1", "/dev/nvidia2"]
+    with pytest.raises(HostlistError):
+        expand_paths("/dev/nvidia[0-1]&/dev/x")
+    with pytest.raises(HostlistError):
+        expand("/dev/nvidia[0-1]")  # '/' is no hostname character
+
+
+def test_sort_hosts_is_natural_order_without_duplicates():
+    assert sort_hosts(["n10", "n2", "n2", "a1"]) == ["a1", "n2", "n10"]
+
+
+def test_string_allocation_with_duplicates_is_refused():
+    from slurm_supernode.errors import PlacementError
+    from slurm_supernode.placement.rankmap import parse_hosts
+
+    assert parse_hosts("n[3,1]") == ["n3", "n1"]
+    with pytest.raises(PlacementError, match="duplicate"):
+        parse_hosts("n[0-3],n1")

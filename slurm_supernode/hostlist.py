@@ -139,9 +139,19 @@ def expand(expr: str) -> list[str]:
     >>> expand("n[3,1-2],x")
     ['n3', 'n1', 'n2', 'x']
     """
+    return _expand(expr, _FORBIDDEN)
+
+
+def expand_paths(pattern: str) -> list[str]:
+    """Expand a bracketed path pattern (``/dev/nvidia[0-7]``) with the hostlist rules; '/' is
+    allowed here, set operators and groups are not."""
+    return _expand(pattern, _FORBIDDEN - {"/"})
+
+
+def _expand(expr: str, forbidden: set[str]) -> list[str]:
     if not isinstance(expr, str) or not expr.strip():
         raise HostlistError("empty hostlist")
-    bad = sorted(set(expr) & _FORBIDDEN)
+    bad = sorted(set(expr) & forbidden)
     if bad:
         raise HostlistError(f"character {bad[0]!r} is not allowed in a hostlist")
     hosts: list[str] = []
@@ -155,6 +165,13 @@ def fold(hosts: Iterable[str]) -> str:
     from ClusterShell.NodeSet import RESOLVER_NOGROUP, NodeSet
 
     return str(NodeSet.fromlist(list(hosts), resolver=RESOLVER_NOGROUP))
+
+
+def sort_hosts(hosts: Iterable[str]) -> list[str]:
+    """Hosts in Slurm's natural order (``n2`` before ``n10``), duplicates dropped."""
+    from ClusterShell.NodeSet import RESOLVER_NOGROUP, NodeSet
+
+    return list(NodeSet.fromlist(list(hosts), resolver=RESOLVER_NOGROUP))
 
 
 def fold_ordered(hosts: Iterable[str]) -> str:

@@ -21,10 +21,10 @@ from typing import Any
 
 from slurm_supernode.errors import JobError
 from slurm_supernode.fsutil import write_json_atomic
+from slurm_supernode.hostlist import expand
 from slurm_supernode.launch.inputs import load_inputs, rank_map_for_job
 from slurm_supernode.launch.request import whole_supernode_problems
 from slurm_supernode.placement.model import RankMap
-from slurm_supernode.site.hostlist import expand
 from slurm_supernode.site.model import Site
 
 # Variables worth keeping in the job directory to explain a run afterwards.
@@ -177,8 +177,8 @@ def run_agent(
     )
     os.chdir(inputs.get("workdir") or os.getcwd())
     code, stderr_tail = run_child(launch.argv, launch.env)
-    from slurm_supernode.launch.torchrun_report import parse_failures
-    from slurm_supernode.supervise import ledger
+    from slurm_supernode.runtime import ledger
+    from slurm_supernode.runtime.torchrun_report import parse_failures
 
     ranks = parse_failures(stderr_tail) if code else []
     extra = {"ranks": ranks} if ranks else {}
