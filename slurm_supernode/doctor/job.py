@@ -16,10 +16,10 @@ from pathlib import Path
 from slurm_supernode.bench.submit import TEMPLATE, BenchJob, choose_supernodes
 from slurm_supernode.errors import InputError
 from slurm_supernode.fsutil import expand_path
+from slurm_supernode.hostlist import fold
 from slurm_supernode.launch.job import JobPlan, plan_job
 from slurm_supernode.launch.jobspec import JobSpec
 from slurm_supernode.launch.request import ClusterFacts
-from slurm_supernode.site.hostlist import fold
 from slurm_supernode.site.model import Site
 
 JOB_NAME = "snrun-doctor"
