@@ -265,9 +265,12 @@ def _os_problem(path: Path, exc: OSError) -> str:
     if code in (errno.EACCES, errno.EPERM):
         return "cannot be reached (permission denied on a directory above it)"
     if code == errno.ENOTDIR:
-        for parent in path.parents:
-            if parent.is_file():
-                return f"{shown_path(str(parent))} is a file, not a directory"
+        for parent in reversed(path.parents):
+            if parent.exists() and not parent.is_dir():
+                kind = "a file" if parent.is_file() else "not a directory"
+                return f"{shown_path(str(parent))} is {kind}" + (
+                    ", not a directory" * parent.is_file()
+                )
         return "a part of the path is not a directory"
     if code == errno.ENOENT:
         if os.path.islink(path):
