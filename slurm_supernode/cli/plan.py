@@ -25,6 +25,7 @@ MODEL_FLAGS = (
     ("--topk", _positive, "experts per token"),
     ("--params", _amount, "total parameters (e.g. 70e9)"),
     ("--active-params", _amount, "parameters used per token (MoE)"),
+    ("--kv-hidden", _positive, "K/V width = hidden x kv_heads / heads (GQA; default hidden)"),
 )
 
 
@@ -51,6 +52,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--tflops", type=_amount, help="peak TFLOP/s per device (derives compute)")
     g.add_argument(
         "--mfu", type=number(above=0, maximum=1), default=0.4, help="model FLOPs utilisation (0.4)"
+    )
+    g.add_argument(
+        "--sequence-parallel",
+        action="store_true",
+        help="Megatron --sequence-parallel (always on for MoE with tp > 1)",
     )
     g.add_argument("--device-memory", type=_amount, help="GB per device: filter --recommend")
     g.add_argument("--recommend", action="store_true", help="rank feasible layouts (top 10)")
@@ -92,6 +98,7 @@ def _workload(args):
         compute_time_s=args.compute_time,
         tflops=args.tflops,
         mfu=args.mfu,
+        sequence_parallel=args.sequence_parallel,
     )
 
 

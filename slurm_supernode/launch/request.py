@@ -264,6 +264,10 @@ def plan_request(
         comp = (f"--nodes={size}", f"--constraint=[{feats}]", *alloc)
         components = [comp] * k
         total, whole = k * size, k
+    elif spec.pinned_nodes:
+        # block/switches on named super nodes: the list is exact; no --segment/--switches.
+        components = [(f"--nodes={k * size}", f"--nodelist={spec.pinned_nodes}", *alloc)]
+        total, whole = k * size, k
     elif strategy == "block":
         components = [(f"--nodes={k * size}", f"--segment={size}", *alloc)]
         total, whole = k * size, k
