@@ -464,7 +464,7 @@ REFERENCES = [
         SN0_NODES,
         "    nodes: n[0-3]\n    super_pod_id: 1",
         "only used with vendor: ascend",
-        at=(4, 11),
+        at=(6, 19),
     ),
     c(
         "ip-pattern-field",
