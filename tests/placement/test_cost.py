@@ -150,3 +150,52 @@ def test_recommend_ranks_by_step_time():
     assert all(c.cost.memory_gb <= 40 for c in capped)
     with pytest.raises(InputError, match="no layout"):
         recommend(site, "n0", work, device_memory_gb=1)
+
+
+# -- the framework's groups (issue 13) -----------------------------------------------------
+def _dim(cost, name):
+    return next(d for d in cost.dims if d.dim == name)
+
+
+def test_dense_gradients_are_reduced_over_dp_times_cp():
+    # 32 ranks, tp=8, cp=2: Megatron's dp is 2 and gradients travel in the dp x cp group of 4
+    model = model_spec(hidden=1024, layers=8, seq=1024, params=8e9)
+    site = make_site(2, 2, 8, links=LINKS)
+    rm = build_rank_map(site, "n[0-3]", Layout(tp=8, cp=2))
+    cost = step_cost(site, rm.layout, levels_of(rm), Workload(model, compute_time_s=1))
+    dp = _dim(cost, "dp")
+    assert rm.layout.dp == 2 and dp.size == 4
+    assert dp.bytes == pytest.approx(8e9 / 8 * 2 * 2 * 3 / 4)
+    assert dp.level == "inter"  # dp x cp spans both super nodes
+    assert _dim(cost, "edp").bytes == 0  # a dense model has no expert gradients
+
+
+def test_moe_prices_expert_gradients_over_edp_and_ep_over_the_real_ep_groups():
+    # 2 super nodes x 2 nodes x 4 GPUs = 16 ranks, tp=2, ep=4: dp=8, edp=2.
+    site = make_site(2, 2, 4, links=LINKS)
+    model = PRESETS["mixtral-8x7b"]
+    work = Workload(model, global_batch=16, compute_time_s=1)
+    rm = build_rank_map(site, "n[0-3]", Layout(tp=2, ep=4))
+    cost = step_cost(site, rm.layout, levels_of(rm), work)
+    dense = model.params - (model.params - model.active_params) * 8 / 6
+    expert = model.params - dense
+    assert _dim(cost, "dp").bytes == pytest.approx(dense / 2 * 2 * 2 * 7 / 8)
+    assert _dim(cost, "edp").bytes == pytest.approx(expert / 8 * 2 * 2 * 1 / 2)
+    assert _dim(cost, "edp").level == "inter"  # edp neighbours are 8 ranks = 2 nodes apart
+    # EP neighbours are etp=2 ranks apart: a group of 4 spans 8 ranks = 2 nodes of one SN ...
+    assert _dim(cost, "ep").level == "supernode"
+    # ... with etp=1 they are adjacent and stay on one node
+    flat = build_rank_map(site, "n[0-3]", Layout(tp=2, ep=4, etp=1))
+    assert _dim(step_cost(site, flat.layout, levels_of(flat), work), "ep").level == "node"
+    assert cost.micro_batches == 2  # 16 sequences over Megatron's dp=8 (not dp/ep)
+    state = (dense / 2 + expert / 8) * 16 / 1e9
+    assert cost.memory_gb == pytest.approx(state)
+
+
+def test_dp_is_not_hidden_by_ep():
+    # snrun once said "dp=1: no communication" here while Megatron's DP group crossed domains
+    site = make_site(4, 1, 8, links=LINKS)
+    rm = build_rank_map(site, "n[0-3]", Layout(tp=8, ep=4))
+    work = Workload(PRESETS["mixtral-8x7b"], compute_time_s=1)
+    dp = _dim(step_cost(site, rm.layout, levels_of(rm), work), "dp")
+    assert rm.layout.dp == 4 and dp.level == "inter" and dp.bytes > 0
