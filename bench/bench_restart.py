@@ -117,7 +117,7 @@ def requeue_excluding(jobs: Path) -> tuple[float, float, str]:
 
     def drain() -> None:
         first = next(r for r in ledger(d) if r["event"] == "attempt_start")
-        from slurm_supernode.site.hostlist import expand
+        from slurm_supernode.hostlist import expand
 
         victim.append(expand(first["nodes"])[-1])
         sh("scontrol", "update", f"nodename={victim[0]}", "state=drain", "reason=bench_restart")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 
+from slurm_supernode.cli.options import positive
 from slurm_supernode.errors import InputError
 from slurm_supernode.placement.model import (
     DEFAULT_FRAMEWORK,
@@ -25,23 +26,16 @@ SIZES = (
 )
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
-    return value
-
-
 def add_layout_arguments(g: argparse._ActionsContainer) -> None:
     """--tp --cp --ep --pp --etp --framework --order --use-tp-pp-dp-mapping."""
     for dim, text in SIZES:
-        g.add_argument(f"--{dim}", type=_positive, default=1, help=f"{text} (default 1)")
+        g.add_argument(
+            f"--{dim}", type=positive, default=1, metavar="N", help=f"{text} (default 1)"
+        )
     g.add_argument(
         "--etp",
-        type=_positive,
+        type=positive,
+        metavar="N",
         help="expert tensor parallel size (--expert-tensor-parallel-size; default: tp)",
     )
     g.add_argument(

@@ -32,31 +32,38 @@ from slurm_supernode.site.model import Node, Site
 
 
 def parse_hosts(hosts: Sequence[str] | str) -> list[str]:
-    """Expand a hostlist (``n[0-7],m1``) or pass a sequence through; reject duplicates."""
+    """Expand a Slurm hostlist (``n[0-7],m1``) or pass a sequence through; reject duplicates.
+
+    Slurm hostlist syntax only, through the project's hostlist wrapper: ClusterShell's set
+    operators (``n[0-3]&n[2-5]``) and ``@group`` look-ups are refused, because Slurm never
+    writes them into ``SLURM_JOB_NODELIST`` and a group resolver may run site commands.
+    """
     if isinstance(hosts, str):
-        from ClusterShell.NodeSet import NodeSet, NodeSetParseError  # ~25 ms: only when used
+        from slurm_supernode.hostlist import HostlistError, expand
 
         try:
-            names = list(NodeSet(hosts))
-        except NodeSetParseError as exc:
-            raise InputError(f"bad hostlist {hosts!r}: {exc}", where="--nodelist") from None
+            names = expand(hosts)
+        except HostlistError as exc:
+            raise InputError(
+                f"bad hostlist {hosts!r}: {exc}",
+                where="--nodelist",
+                hint="Slurm hostlist syntax only, e.g. 'n[0-7],m1' (no set operators, no @groups)",
+            ) from None
     else:
         names = [str(h) for h in hosts]
-        if len(set(names)) != len(names):
-            seen: set[str] = set()
-            dups = sorted({h for h in names if h in seen or seen.add(h)})
-            raise PlacementError(
-                f"duplicate hosts in the allocation: {_fold(dups)}", where="nodelist"
-            )
+    if len(set(names)) != len(names):
+        seen: set[str] = set()
+        dups = sorted({h for h in names if h in seen or seen.add(h)})
+        raise PlacementError(f"duplicate hosts in the allocation: {_fold(dups)}", where="nodelist")
     if not names:
         raise PlacementError("the allocation has no hosts", where="nodelist")
     return names
 
 
 def _fold(names: Sequence[str], limit: int = 200) -> str:
-    from ClusterShell.NodeSet import NodeSet
+    from slurm_supernode.hostlist import fold
 
-    text = str(NodeSet.fromlist(names))
+    text = fold(names)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -88,9 +95,9 @@ def order_nodes(site: Site, names: list[str], physical: bool) -> list[Node]:
     if physical:
         names = sorted(names, key=site.physical_position)
     else:
-        from ClusterShell.NodeSet import NodeSet
+        from slurm_supernode.hostlist import expand, fold
 
-        names = list(NodeSet.fromlist(names))
+        names = expand(fold(names))
     return [site.node(h) for h in names]
 
 

@@ -13,7 +13,13 @@ from dataclasses import dataclass
 from slurm_supernode.errors import InputError
 from slurm_supernode.placement import layout as grids
 from slurm_supernode.placement.checks import divisors, layout_problem
-from slurm_supernode.placement.cost import StepCost, Workload, levels_for, step_cost
+from slurm_supernode.placement.cost import (
+    StepCost,
+    Workload,
+    levels_for,
+    refine_levels,
+    step_cost,
+)
 from slurm_supernode.placement.model import DEFAULT_FRAMEWORK, DEFAULT_ORDER, Layout
 from slurm_supernode.placement.rankmap import order_nodes, parse_hosts, parse_order, resolve_nproc
 from slurm_supernode.site.model import Site
@@ -78,10 +84,11 @@ def recommend(
     nodes = order_nodes(site, parse_hosts(hosts), physical=True)
     nproc = resolve_nproc(nodes, nproc_per_node)
     sn_of = [n.supernode for n in nodes]
+    specs = {(n.spec.device_order[:nproc], n.spec.device_groups) for n in nodes}
     world = len(nodes) * nproc
     scored = []
     for lay in candidate_layouts(world, nproc, work, order, framework):
-        levels = levels_for(lay, nproc, sn_of)
+        levels = refine_levels(levels_for(lay, nproc, sn_of), lay, nproc, specs)
         cost = step_cost(site, lay, levels, work)
         if device_memory_gb is not None and cost.memory_gb > device_memory_gb:
             continue

@@ -102,7 +102,7 @@ def render_cost(cost: dict) -> list[str]:
     for d in plan["dims"]:
         if d["level"] is None:
             continue
-        row = [d["dim"], d["size"], d["level"], f"{d['bytes'] / 1e9:.2f}", d["bandwidth_gbps"]]
+        row = [d["dim"], d["size"], d["level"], f"{d['bytes'] / 1e9:.2f}", d["bandwidth_GBps"]]
         row.append(f"{d['time_s']:.3f}")
         if base:
             b = base_dims[d["dim"]]

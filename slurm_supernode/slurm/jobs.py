@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from slurm_supernode.errors import JobError, SlurmError
+from slurm_supernode.errors import JobError, SlurmError, SlurmErrorKind
 from slurm_supernode.slurm.parse import (
     null,
     parse_exit_code,
@@ -22,7 +22,7 @@ from slurm_supernode.slurm.parse import (
     parse_time,
     to_int,
 )
-from slurm_supernode.slurm.runner import run_slurm
+from slurm_supernode.slurm.runner import failure_kind, run_slurm
 
 # States after which a job will not run again by itself.
 ENDED_STATES = frozenset(
@@ -106,7 +106,9 @@ def parse_job_id(text: str) -> int:
     """`sbatch --parsable` prints `123` or `123;cluster`."""
     head = text.strip().splitlines()[-1].split(";")[0].strip() if text.strip() else ""
     if not head.isdigit():
-        raise SlurmError(f"sbatch printed no job id: {text.strip()!r}")
+        raise SlurmError(
+            f"sbatch printed no job id: {text.strip()!r}", kind=SlurmErrorKind.BAD_OUTPUT
+        )
     return int(head)
 
 
@@ -191,8 +193,8 @@ def job_info(job_id: int) -> JobInfo | None:
                     if logged is not None and logged.derived_exit_code is not None:
                         info = replace(info, derived_exit_code=logged.derived_exit_code)
                 return info
-    elif "Invalid job id" not in proc.stderr:
-        raise SlurmError(f"scontrol show job {job_id} failed: {proc.stderr.strip()}")
+    elif (kind := failure_kind(proc)) is not SlurmErrorKind.NOT_FOUND:
+        raise SlurmError(f"scontrol show job {job_id} failed: {proc.stderr.strip()}", kind=kind)
     return sacct_job_info(job_id, completion=True) or sacct_job_info(job_id, completion=False)
 
 
@@ -219,8 +221,8 @@ def cancel(job_id: int, signal: str | None = None, batch_only: bool = False) -> 
         cmd.append("--batch")
     cmd.append(str(job_id))
     proc = run_slurm(cmd, timeout=30, check=False)
-    if proc.returncode != 0 and "already completing or completed" not in proc.stderr:
-        raise SlurmError(f"scancel {job_id} failed: {proc.stderr.strip()}")
+    if proc.returncode != 0 and (kind := failure_kind(proc)) is not SlurmErrorKind.ENDED:
+        raise SlurmError(f"scancel {job_id} failed: {proc.stderr.strip()}", kind=kind)
 
 
 def update_job(job_id: int, **fields: object) -> None:
@@ -261,6 +263,7 @@ def release_requeued(job_id: int, *, timeout: float = 30) -> bool:
             if time.monotonic() > deadline:
                 raise SlurmError(
                     f"job {job_id} still waits for its BeginTime after release",
+                    kind=SlurmErrorKind.STUCK,
                     hint=f"scontrol update JobId={job_id} StartTime=now",
                 )
             # slurmd refuses a credential created in the same second as the revocation of the
@@ -275,6 +278,7 @@ def release_requeued(job_id: int, *, timeout: float = 30) -> bool:
         if time.monotonic() > deadline:
             raise SlurmError(
                 f"job {job_id} stayed {info.state} after requeue",
+                kind=SlurmErrorKind.STUCK,
                 hint=f"scontrol update JobId={job_id} StartTime=now",
             )
         time.sleep(0.1)
@@ -307,9 +311,9 @@ def jobs_named(name: str) -> list[JobInfo]:
     ended jobs only until MinJobAge). Used to find the jobs of a recurring schedule."""
     proc = run_slurm(["scontrol", "show", "job", "-o"], timeout=30, check=False)
     if proc.returncode != 0:
-        if "No jobs in the system" in proc.stdout + proc.stderr:
+        if (kind := failure_kind(proc)) is SlurmErrorKind.NOT_FOUND:
             return []
-        raise SlurmError(f"scontrol show job failed: {proc.stderr.strip()}")
+        raise SlurmError(f"scontrol show job failed: {proc.stderr.strip()}", kind=kind)
     return [
         job_from_record(rec)
         for rec in parse_kv_records(proc.stdout)

@@ -56,7 +56,7 @@ class PartitionInfo:
 
 
 def _hostlist(nodes: str | Iterable[str]) -> str:
-    from slurm_supernode.site.hostlist import expand, fold
+    from slurm_supernode.hostlist import expand, fold
 
     return fold(expand(nodes) if isinstance(nodes, str) else nodes)
 

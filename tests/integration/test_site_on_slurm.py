@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from slurm_supernode.site.hostlist import expand
+from slurm_supernode.hostlist import expand
 from slurm_supernode.site.loader import load_site
 from slurm_supernode.slurm.nodes import node_infos
 

@@ -99,6 +99,12 @@ def test_auto_detects_from_running_slurm() -> None:
     assert req.strategy == "switches" and "--switches=2" in req.components[0]
     block = ClusterFacts(topology_plugin="topology/block", supports_segment=True)
     assert plan_request(spec(), site("auto"), block).strategy == "block"
+    # 26.05 with topology.yaml: show config says topology/flat, the blocks are there
+    flat = ClusterFacts(topology_plugin="topology/flat", supports_segment=True, has_block=True)
+    assert plan_request(spec(supernodes=2), site("auto"), flat).strategy == "block"
+    assert plan_request(spec(supernodes=2), site("block"), flat).strategy == "block"
+    no_blocks = ClusterFacts(topology_plugin="topology/flat", supports_segment=True)
+    assert plan_request(spec(supernodes=2), site("block"), no_blocks).strategy == "features"
 
 
 def test_whole_supernode_problems() -> None:

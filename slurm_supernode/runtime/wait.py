@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 
 from slurm_supernode.errors import JobError
-from slurm_supernode.supervise import ledger
+from slurm_supernode.runtime import ledger
 
 
 def wait_chain(job_dir: Path, job_id: int, timeout: float | None = None, poll: float = 1.0) -> dict:

@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from slurm_supernode.supervise import ledger
+from slurm_supernode.runtime import ledger
 
 
 def _writer(job_dir: str, who: int, n: int) -> None:
@@ -65,7 +65,7 @@ def test_writer_killed_mid_write_leaves_ledger_readable(tmp_path: Path) -> None:
         fh.write('{"event": "node_exit", "attempt": 0, "no')
     # A real process killed while appending in a loop.
     code = (
-        "import sys; from pathlib import Path; from slurm_supernode.supervise import ledger\n"
+        "import sys; from pathlib import Path; from slurm_supernode.runtime import ledger\n"
         "i = 0\n"
         "while True:\n"
         "    ledger.append(Path(sys.argv[1]), 'node_exit', attempt=0, node='k', seq=i); i += 1\n"

@@ -47,10 +47,10 @@ def preferred_supernode(
 def spawn_releaser(
     job_id: int, exclude: tuple[str, ...], log: Path, prefer: Preference | None = None
 ) -> None:
-    """Start ``python -m slurm_supernode.supervise.release`` detached from the job: ``setsid -f``
+    """Start ``python -m slurm_supernode.runtime.release`` detached from the job: ``setsid -f``
     forks twice, so the releaser is a child of init (not of the job) before the requeue."""
     log.parent.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "slurm_supernode.supervise.release", str(job_id), *exclude]
+    cmd = [sys.executable, "-m", "slurm_supernode.runtime.release", str(job_id), *exclude]
     if prefer is not None:
         cmd += ["--prefer", prefer.feature, "--prefer-nodes", ",".join(prefer.nodes)]
         cmd += ["--prefer-need", str(prefer.need)]
@@ -68,7 +68,7 @@ def spawn_releaser(
 
 def release(job_id: int, exclude: list[str], prefer: Preference | None = None) -> str:
     """Exclusions, optional pin to the preferred super node, then start now. Returns what it did."""
-    from slurm_supernode.site.hostlist import fold
+    from slurm_supernode.hostlist import fold
     from slurm_supernode.slurm import jobs
     from slurm_supernode.slurm.nodes import node_infos
 
@@ -97,7 +97,7 @@ def release(job_id: int, exclude: list[str], prefer: Preference | None = None) -
 def main(argv: list[str]) -> int:
     import argparse
 
-    ap = argparse.ArgumentParser(prog="python -m slurm_supernode.supervise.release")
+    ap = argparse.ArgumentParser(prog="python -m slurm_supernode.runtime.release")
     ap.add_argument("job_id", type=int)
     ap.add_argument("exclude", nargs="*")
     ap.add_argument("--prefer")

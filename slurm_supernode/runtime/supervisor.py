@@ -19,17 +19,17 @@ from pathlib import Path
 from typing import Any
 
 from slurm_supernode.errors import SlurmError, SnrunError
-from slurm_supernode.launch.agent import allocation_hosts, master_port
+from slurm_supernode.hostlist import fold
 from slurm_supernode.launch.inputs import load_inputs
-from slurm_supernode.site.hostlist import fold
-from slurm_supernode.supervise import ledger
-from slurm_supernode.supervise.classify import (
+from slurm_supernode.runtime import ledger
+from slurm_supernode.runtime.agent import allocation_hosts, master_port
+from slurm_supernode.runtime.classify import (
     AttemptResult,
     Decision,
     decide,
     default_budgets,
 )
-from slurm_supernode.supervise.release import Preference, preferred_supernode, spawn_releaser
+from slurm_supernode.runtime.release import Preference, preferred_supernode, spawn_releaser
 
 HEARTBEAT = "heartbeat"
 

@@ -8,8 +8,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from slurm_supernode.launch.torchrun_report import describe
-from slurm_supernode.supervise import ledger
+from slurm_supernode.runtime import ledger
+from slurm_supernode.runtime.torchrun_report import describe
 
 
 def chain_summary(job_dir: Path) -> dict[str, Any]:

@@ -3,10 +3,10 @@ from __future__ import annotations
 import pytest
 
 from slurm_supernode.errors import JobError
-from slurm_supernode.launch.agent import allocation_hosts, master_port, plan_agent_launch
 from slurm_supernode.placement.model import Layout
 from slurm_supernode.placement.rankmap import build_rank_map
-from slurm_supernode.supervise.supervisor import srun_command
+from slurm_supernode.runtime.agent import allocation_hosts, master_port, plan_agent_launch
+from slurm_supernode.runtime.supervisor import srun_command
 from tests.placement.sites import ascend_site, make_site, reversed_names
 
 INPUTS = {"program_argv": ["train.py", "--x", "a b"], "python": "/usr/bin/python3"}

@@ -6,7 +6,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from slurm_supernode.site.hostlist import HostlistError, expand, fold, fold_ordered
+from slurm_supernode.hostlist import (
+    HostlistError,
+    expand,
+    expand_paths,
+    fold,
+    fold_ordered,
+    sort_hosts,
+)
 
 
 def test_expand_keeps_written_order_and_duplicates():
@@ -23,11 +30,17 @@ def test_expand_keeps_written_order_and_duplicates():
         ("n[1-", "missing ']'"),
         ("n]", "unmatched ']'"),
         ("n[1-2],,x", "empty host name"),
-        ("n[a-b]", "bad range"),
-        ("n[3-1]", "bad range"),
+        ("n[a-b]", "range 'a-b' in 'n[a-b]' is not N or LO-HI"),
+        ("n[3-1]", "range '3-1' in 'n[3-1]' goes backwards"),
+        ("n[01-100]", "pads 01 to 2 digits but not 100"),
+        ("n[1-2-3]", "is not N or LO-HI"),
+        ("n[1-4/2]", "'/' is not allowed in a hostlist (position 6"),
+        ("n=1", "'=' is not allowed in a hostlist (position 2"),
+        ("n\n1", "'\\n' is not allowed in a hostlist (position 2"),
+        ("nö", "'ö' is not allowed in a hostlist (position 2"),
         ("n[]", "empty range"),
-        ("@group", "'@' is not allowed"),
-        ("n[1-2]!n1", "'!' is not allowed"),
+        ("@group", "'@' is not allowed in a hostlist (position 1"),
+        ("n[1-2]!n1", "'!' is not allowed in a hostlist (position 7"),
         ("[1-2]", "no host name prefix"),
         ("n[0-99999999]", "more than"),
         ("a[0-9999]b[0-9999]", "more than"),
@@ -75,3 +88,24 @@ def test_fold_ordered_round_trip_keeps_order(hosts):
 @given(st.lists(_host, min_size=1, max_size=40))
 def test_expand_of_plain_list_is_identity(hosts):
     assert expand(",".join(hosts)) == hosts
+
+
+def test_expand_paths_allows_slash_but_not_set_operators():
+    assert expand_paths("/dev/nvidia[0-2]") == ["/dev/nvidia0", "/dev/nvidia1", "/dev/nvidia2"]
+    with pytest.raises(HostlistError):
+        expand_paths("/dev/nvidia[0-1]&/dev/x")
+    with pytest.raises(HostlistError):
+        expand("/dev/nvidia[0-1]")  # '/' is no hostname character
+
+
+def test_sort_hosts_is_natural_order_without_duplicates():
+    assert sort_hosts(["n10", "n2", "n2", "a1"]) == ["a1", "n2", "n10"]
+
+
+def test_string_allocation_with_duplicates_is_refused():
+    from slurm_supernode.errors import PlacementError
+    from slurm_supernode.placement.rankmap import parse_hosts
+
+    assert parse_hosts("n[3,1]") == ["n3", "n1"]
+    with pytest.raises(PlacementError, match="duplicate"):
+        parse_hosts("n[0-3],n1")

@@ -6,10 +6,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from slurm_supernode.launch.agent import StderrTail
-from slurm_supernode.launch.torchrun_report import describe, parse_failures
-from slurm_supernode.supervise import ledger
-from slurm_supernode.supervise.status import chain_summary, format_chain
+from slurm_supernode.runtime import ledger
+from slurm_supernode.runtime.agent import StderrTail
+from slurm_supernode.runtime.status import chain_summary, format_chain
+from slurm_supernode.runtime.torchrun_report import describe, parse_failures
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 

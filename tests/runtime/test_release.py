@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from slurm_supernode.supervise.release import Preference, preferred_supernode
+from slurm_supernode.runtime.release import Preference, preferred_supernode
 from tests.placement.sites import make_site
 
 

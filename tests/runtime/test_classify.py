@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from slurm_supernode.supervise.classify import AttemptResult, classify, decide, default_budgets
+from slurm_supernode.runtime.classify import AttemptResult, classify, decide, default_budgets
 
 HOSTS = ["n0", "n1", "n2", "n3"]
 
@@ -69,7 +69,7 @@ def test_budgets_defaults_then_site_then_max_restarts():
 
 
 def test_supervisor_budgets_from_plan_and_environment() -> None:
-    from slurm_supernode.supervise.supervisor import budgets_for
+    from slurm_supernode.runtime.supervisor import budgets_for
 
     inputs = {"max_restarts": None, "site_restarts": {"hang": 0, "time_limit": 4}}
     b = budgets_for({}, inputs)
