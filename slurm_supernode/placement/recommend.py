@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from slurm_supernode.errors import InputError
 from slurm_supernode.placement.checks import divisors, layout_problem, slowest_level, span_counts
-from slurm_supernode.placement.cost import StepCost, Workload, step_cost
+from slurm_supernode.placement.cost import StepCost, Workload, refine_levels, step_cost
 from slurm_supernode.placement.model import DEFAULT_ORDER, DIMENSIONS, Layout
 from slurm_supernode.placement.rankmap import order_nodes, parse_hosts, parse_order, resolve_nproc
 from slurm_supernode.site.model import Site
@@ -66,6 +66,7 @@ def recommend(
     nodes = order_nodes(site, parse_hosts(hosts), physical=True)
     nproc = resolve_nproc(nodes, nproc_per_node)
     sn_of = [n.supernode for n in nodes]
+    specs = {(n.spec.device_order[:nproc], n.spec.device_groups) for n in nodes}
     world = len(nodes) * nproc
     scored = []
     for lay in candidate_layouts(world, nproc, work, order):
@@ -73,6 +74,7 @@ def recommend(
             d: slowest_level(span_counts(lay, nproc, sn_of, d, stop_at_inter=True))
             for d in DIMENSIONS
         }
+        levels = refine_levels(levels, lay, nproc, specs)
         cost = step_cost(site, lay, levels, work)
         if device_memory_gb is not None and cost.memory_gb > device_memory_gb:
             continue

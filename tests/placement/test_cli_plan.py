@@ -92,8 +92,12 @@ def test_writes_rank_table_and_topo(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(plan_cli, "_load_site", lambda name: asc)
     table = tmp_path / "rt.json"
     argv = ["plan", "--site", "a", "--nodelist", "n[0-1]", "--tp", "8"]
-    assert main([*argv, "--hccl-rank-table", str(table), "--rank-table-version", "1.2"]) == 0
-    assert json.loads(table.read_text())["version"] == "1.2"
+    # v1.2 needs the SDIDs npu-smi reports on each node: written at job start, never made up
+    assert main([*argv, "--hccl-rank-table", str(table), "--rank-table-version", "1.2"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "needs the SDID npu-smi reports" in err[0] and not table.exists()
+    assert main([*argv, "--hccl-rank-table", str(table), "--rank-table-version", "1.0"]) == 0
+    assert json.loads(table.read_text())["version"] == "1.0"
     topo = tmp_path / "topo.xml"
     assert main([*argv, "--nccl-topo-file", str(topo)]) == 0
     assert topo.read_text().startswith("<system")
@@ -103,7 +107,7 @@ def test_writes_rank_table_and_topo(monkeypatch, tmp_path, capsys):
 def test_infeasible_layout_is_one_line_error(site, capsys):
     assert main(["plan", "--site", "x", "--nodelist", "h[0-7]", "--tp", "3"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("snrun: error: layout: tp=3 does not divide 8 devices per node")
+    assert err.startswith("snrun plan: error: layout: tp=3 does not divide 8 devices per node")
     assert "nearest feasible" in err and "Traceback" not in err
 
 
@@ -111,7 +115,7 @@ def test_infeasible_layout_is_one_line_error(site, capsys):
     ("args", "message"),
     [
         ([], "no nodelist given"),
-        (["--nodelist", "n0", "--tp", "0"], "must be at least 1"),
+        (["--nodelist", "n0", "--tp", "0"], "--tp: must be >= 1, got 0"),
         (["--nodelist", "n0", "--model", "nope", "--compute-time", "1"], "unknown model preset"),
         (["--nodelist", "n0", "--recommend"], "needs a model"),
         (["--nodelist", "n0", "--model", "llama-70b"], "compute time"),
