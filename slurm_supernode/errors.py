@@ -6,6 +6,7 @@ Each carries where the problem is (``file:line:col`` or an option) and a hint; t
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 
 
@@ -65,8 +66,41 @@ class PlacementError(InputError):
     """A layout or allocation that cannot be placed; carries the nearest feasible choices."""
 
 
+class SlurmErrorKind(enum.Enum):
+    """Why a Slurm command failed; callers branch on this, never on Slurm's message text
+    (only ``slurm/runner.py`` reads that)."""
+
+    NOT_INSTALLED = "not installed"  # the client binary is missing
+    NO_CONFIG = "no configuration"  # no slurm.conf, or SLURM_CONF points nowhere
+    UNREACHABLE = "controller unreachable"  # slurmctld down or refusing connections
+    TIMEOUT = "timeout"  # the command or the controller did not answer in time
+    BUSY = "busy"  # the controller asks to try again later
+    REFUSED = "refused"  # Slurm answered and said no (bad option, account, limits, ...)
+    NOT_FOUND = "not found"  # the job, node or entry does not exist (any more)
+    ENDED = "already ended"  # the job is already completing or completed
+    BAD_OUTPUT = "bad output"  # the command succeeded but printed what we cannot read
+    STUCK = "stuck"  # a state change did not happen in time (requeue release)
+
+    @property
+    def transient(self) -> bool:
+        """Worth retrying: the request was not judged, the controller just did not take it."""
+        return self in (SlurmErrorKind.UNREACHABLE, SlurmErrorKind.TIMEOUT, SlurmErrorKind.BUSY)
+
+
 class SlurmError(SnrunError):
-    """Slurm is missing, the controller is down, or a Slurm command failed (stderr included)."""
+    """Slurm is missing, the controller is down, or a Slurm command failed (stderr included).
+    ``kind`` says which (a ``SlurmErrorKind``)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        kind: SlurmErrorKind = SlurmErrorKind.REFUSED,
+        where: str | None = None,
+        hint: str | None = None,
+    ):
+        super().__init__(message, where=where, hint=hint)
+        self.kind = kind
 
 
 class JobError(SnrunError):

@@ -7,7 +7,9 @@
 --     --ntasks-per-node); else 1. Rounded UP to whole super nodes; min_nodes = max_nodes = that.
 --   * one super node:  --constraint=[sn0|sn1|...] (matching OR: all nodes share one feature),
 --     AND-ed with the job's own constraint if it has one;
---   * k > 1 super nodes: strategy block -> --segment=<size> (Slurm >= 24.05, topology/block);
+--   * k > 1 super nodes: strategy block -> --segment=<size> (topology/block) where the plugin
+--     has the segment_size field (Slurm 26.05); Slurm 24.11's plugin has none, so the job keeps
+--     its whole-super-node count and the user is told to add --segment themselves;
 --     strategy switches -> --switches=k (best effort); features/auto -> rejected with a hint to
 --     use 'snrun -S k' (a heterogeneous job of k one-super-node components: exact everywhere);
 --   * more nodes than the partition's super nodes hold: rejected at submit with a message.
@@ -171,9 +173,20 @@ local function enforce(job_desc, pname, own_features, n, how)
       end
       job_desc.features = c
       where = "one super node of " .. plan.class.constraint
-   elseif SITE.strategy == "block" then
+   elseif SITE.strategy == "block" and job_desc.segment_size ~= nil then
+      -- The plugin has the field (Slurm 26.05 reads 0 or NO_VAL16 when unset): set it.
       job_desc.segment_size = size
       where = plural(k, "super node") .. " (--segment=" .. size .. ")"
+   elseif SITE.strategy == "block" then
+      -- Slurm 24.11's job_submit/lua has no segment_size field: it can neither be set nor
+      -- read here (setting it only logs "unrecognized field"). Say so, and what to type.
+      where = plural(k, "super node") .. " (no segment set: this Slurm's job_submit/lua has"
+         .. " no segment field)"
+      slurm.log_user("snrun job_submit: partition %s: this Slurm's job_submit/lua can neither"
+                        .. " set nor see --segment; unless you passed --segment=%d, the job"
+                        .. " waits for %d nodes in one aligned block aggregate. 'sbatch -N %d"
+                        .. " --segment=%d' or 'snrun -S %d' runs it on any %d whole super nodes.",
+                     pname, size, total, total, size, k, k)
    else
       job_desc.req_switch = k
       where = plural(k, "super node") .. " (--switches=" .. k .. ", best effort)"

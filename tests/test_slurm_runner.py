@@ -146,6 +146,44 @@ def test_features_by_version():
     assert mid.topology_plugin is None and mid.supports_block_plugin and not mid.supports_segment
 
 
+# `scontrol show topology block` on 26.05 with topology.yaml (show config says topology/flat).
+TOPOLOGY_2605 = """\
+BlockName=sn0 BlockIndex=0 Nodes=n[0-3] BlockSize=4
+BlockName=sn1 BlockIndex=1 Nodes=n[4-7] BlockSize=4
+AggregatedBlock=sn[0-1] BlockIndex=2 Nodes=n[0-7] BlockSize=8
+"""
+TOPOLOGY_TREE = "SwitchName=sn0 Level=0 LinkSpeed=1 Nodes=n[0-3]\nSwitchName=spine Level=1\n"
+
+
+def test_blocks_found_behind_flat_plugin():
+    """26.05 + topology.yaml: the config names topology/flat, the topology lists blocks."""
+    flat = {"TopologyPlugin": "topology/flat"}
+    yaml_site = features_from(SlurmVersion(26, 5, 5), flat, topology_text=TOPOLOGY_2605)
+    assert yaml_site.has_block and yaml_site.topology_plugin == "topology/flat"
+    tree = features_from(SlurmVersion(26, 5, 5), flat, topology_text=TOPOLOGY_TREE)
+    assert not tree.has_block
+    assert not features_from(SlurmVersion(26, 5, 5), flat, topology_text="").has_block
+
+
+@pytest.mark.parametrize(
+    ("client", "scron", "ok", "why"),
+    [
+        (False, "enable", False, "no scrontab client"),
+        (True, "(null)", False, "ScronParameters=enable"),
+        (True, None, False, "ScronParameters=enable"),
+        (True, "enable", True, None),
+        (True, "explicit_scancel,enable", True, None),
+    ],
+)
+def test_scrontab_needs_client_and_enable(client, scron, ok, why):
+    config = {"TopologyPlugin": "topology/tree"}
+    if scron is not None:
+        config["ScronParameters"] = scron
+    feats = features_from(SlurmVersion(24, 11, 5), config, scrontab_client=client)
+    assert feats.has_scrontab is ok
+    assert (feats.scrontab_why_not is None) if why is None else (why in feats.scrontab_why_not)
+
+
 @pytest.mark.parametrize(("text", "expected"), [("123\n", 123), ("77;cluster\n", 77)])
 def test_parse_job_id(text, expected):
     assert jobs.parse_job_id(text) == expected

@@ -21,9 +21,9 @@ node_defaults:
   devices: $N
   device_groups: [[$REV]]
 links:
-  node: {bandwidth_gbps: 450, latency_us: 2}
-  supernode: {bandwidth_gbps: 450, latency_us: 2}
-  inter: {bandwidth_gbps: 50, latency_us: 5}
+  node: {bandwidth_GBps: 450, latency_us: 2}
+  supernode: {bandwidth_GBps: 450, latency_us: 2}
+  inter: {bandwidth_GBps: 50, latency_us: 5}
 slurm: {partition: gpu, strategy: features}
 env_profiles:
   default: {NCCL_NVLS_ENABLE: "0", NCCL_MNNVL_ENABLE: "0", TORCH_NCCL_ASYNC_ERROR_HANDLING: "3"}

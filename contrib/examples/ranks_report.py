@@ -2,9 +2,10 @@
 
     snrun -N 2 --allow-partial --nproc-per-node 2 contrib/examples/ranks_report.py --fail-rank 3
 
-Every rank joins a gloo group, prints a line to stdout and one to stderr. ``--fail-rank R`` makes rank R raise a
-ValueError (its message shows in `snrun status`); ``--sleep S`` keeps the ranks alive S seconds
-(to attach to them); rank 0 prints VERSION (the snapshot test edits it after submission).
+Every rank joins a gloo group, prints a line to stdout and one to stderr. ``--fail-rank R``
+makes rank R raise a ValueError (its message shows in `snrun status`); ``--sleep S`` keeps the
+ranks alive S seconds (to attach to them); rank 0 prints VERSION (the snapshot test edits it
+after submission).
 """
 
 from __future__ import annotations

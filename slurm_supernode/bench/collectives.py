@@ -33,7 +33,14 @@ from slurm_supernode.bench.groups import (
     rank_identity,
     scope_groups,
 )
-from slurm_supernode.bench.model import ELEMENT_SIZE, BenchConfig, BenchResult, BenchRun, Versions
+from slurm_supernode.bench.model import (
+    ELEMENT_SIZE,
+    BenchConfig,
+    BenchResult,
+    BenchRun,
+    GroupResult,
+    Versions,
+)
 from slurm_supernode.errors import InputError
 
 REDUCING = ("all_reduce", "reduce_scatter")
@@ -287,6 +294,8 @@ class _Sample:
     groups: int
     seconds: float
     wrong: int
+    group: int = 0  # index of the rank's group in the scope
+    rank: int = 0
 
 
 def _versions(backend: str) -> Versions:
@@ -345,6 +354,31 @@ def aggregate(samples: Sequence[_Sample]) -> list[BenchResult]:
             )
         )
     return results
+
+
+def group_results(samples: Sequence[_Sample]) -> list[GroupResult]:
+    """Each group of each scope on its own: mean time of its ranks, summed #wrong."""
+    rows: dict[tuple, list[_Sample]] = {}
+    for s in samples:
+        rows.setdefault((s.scope, s.collective, s.dtype, s.requested, s.group), []).append(s)
+    out = []
+    for (scope, coll, dtype, _, group), part in rows.items():
+        seconds = sum(s.seconds for s in part) / len(part)
+        _, busbw = bandwidths(coll, part[0].size, seconds, part[0].n)
+        out.append(
+            GroupResult(
+                scope=scope,
+                collective=coll,
+                size=part[0].size,
+                dtype=dtype,
+                group=group,
+                ranks=tuple(sorted(s.rank for s in part)),
+                time_us=seconds * 1e6,
+                busbw=busbw,
+                wrong=sum(s.wrong for s in part),
+            )
+        )
+    return out
 
 
 class _Progress:
@@ -441,6 +475,8 @@ def _run(config, env, backend, timing, device) -> BenchRun | None:
     try:
         for scope in config.scopes:
             groups = plans[scope]
+            if not groups:  # the scope does not apply (same answer on every rank)
+                continue
             handles = [None if scope == "world" else dist.new_group(list(g)) for g in groups]
             index = group_of(groups, rank)
             for dtype in config.dtypes:
@@ -477,6 +513,7 @@ def _run(config, env, backend, timing, device) -> BenchRun | None:
         hosts=hosts,
         versions=_versions(backend),
         results=tuple(aggregate(flat)),
+        group_results=tuple(group_results(flat)),
     )
 
 
@@ -489,6 +526,8 @@ def _measure(config, scope, coll, dtype, size, groups, index, handles, rank, tim
         return None
     inp, out = make_buffers(coll, count, r, n, dtype, device)
     op = collective_op(coll, inp, out, handles[index], root=group_ranks[0])
+    if config.delay_s > 0:
+        op = _delayed(op, config.delay_s)
     wrong = 0
     if config.check:
         op()
@@ -512,4 +551,16 @@ def _measure(config, scope, coll, dtype, size, groups, index, handles, rank, tim
         groups=len(groups),
         seconds=seconds,
         wrong=wrong,
+        group=index,
+        rank=rank,
     )
+
+
+def _delayed(op: Callable[[], None], seconds: float) -> Callable[[], None]:
+    """``op`` after a sleep: ``BenchConfig.delay_s``'s injected slowness."""
+
+    def slow() -> None:
+        time.sleep(seconds)
+        op()
+
+    return slow

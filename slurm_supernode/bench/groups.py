@@ -8,7 +8,10 @@ rank 0's view of all identities then gives the groups of each scope (``scope_gro
 - ``inter``: the i-th rank of every super node together (like nccl-tests'
   ``NCCL_TESTS_SPLIT="MOD n"``): only links *between* super nodes are crossed, and all groups
   run at once so every rail is loaded;
-- ``world``: everybody.
+- ``world``: everybody;
+- ``pairs`` / ``pairs_shift`` (asked for by name only, ``snrun doctor``): the ranks of two
+  nodes of one super node, neighbours in physical order; ``pairs_shift`` pairs each node
+  with its other neighbour, so a node slow in both pairings is the one at fault.
 """
 
 from __future__ import annotations
@@ -89,6 +92,8 @@ def scope_groups(ids: Sequence[RankIdentity], scope: str) -> tuple[tuple[int, ..
         groups = [tuple(sorted(i.rank for i in ids))]
     elif scope == "node":
         groups = _by_key(ids, lambda i: i.node)
+    elif scope in ("pairs", "pairs_shift"):
+        groups = _pair_groups(ids, shift=scope == "pairs_shift")
     elif scope in ("supernode", "inter"):
         if any(i.supernode is None for i in ids):
             return ()
@@ -102,6 +107,26 @@ def scope_groups(ids: Sequence[RankIdentity], scope: str) -> tuple[tuple[int, ..
     else:
         raise InputError(f"unknown scope {scope!r}", where="--scopes")
     return tuple(sorted((g for g in groups if len(g) > 1), key=lambda g: g[0]))
+
+
+def _pair_groups(ids: Sequence[RankIdentity], *, shift: bool) -> list[tuple[int, ...]]:
+    """Nodes of each super node (all nodes when unknown) in rank order, paired (0,1),(2,3)...;
+    shifted: (1,2),(3,4)...,(last,0), leaving out pairs the plain pairing already has."""
+    by_domain: dict[str | None, dict[str, list[int]]] = {}
+    for ident in sorted(ids, key=lambda i: i.rank):
+        by_domain.setdefault(ident.supernode, {}).setdefault(ident.node, []).append(ident.rank)
+    groups = []
+    for nodes in by_domain.values():
+        order = list(nodes)
+        plain = {frozenset(order[i : i + 2]) for i in range(0, len(order) - 1, 2)}
+        if shift:
+            order = order[1:] + order[:1]
+        for i in range(0, len(order) - 1, 2):
+            pair = order[i : i + 2]
+            if shift and frozenset(pair) in plain:
+                continue
+            groups.append(tuple(sorted(nodes[pair[0]] + nodes[pair[1]])))
+    return groups
 
 
 def group_of(groups: Sequence[Sequence[int]], rank: int) -> int | None:

@@ -11,6 +11,9 @@ from dataclasses import asdict, dataclass, field
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast")
 SCOPES = ("node", "supernode", "inter", "world")
+# Node pairs (all ranks of two nodes) inside each super node, two pairings that share no pair:
+# a node slow in both is the one at fault (``snrun doctor``'s bisection). Not in "all".
+PAIR_SCOPES = ("pairs", "pairs_shift")
 DTYPES = ("float32", "bfloat16", "float16")
 ELEMENT_SIZE = {"float32": 4, "bfloat16": 2, "float16": 2}
 BACKENDS = ("auto", "nccl", "gloo")
@@ -33,6 +36,9 @@ class BenchConfig:
     supernode_size: int | None = None  # ranks per super node when nothing else says
     site: str = ""
     job_id: str = ""
+    # Fault injection for tests of the slow-node search: this rank sleeps this long before
+    # every operation (a slow device or link as the other ranks see it). 0 in real use.
+    delay_s: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +60,22 @@ class BenchResult:
     algbw: float
     busbw: float
     wrong: int  # elements that differ from the expected content, summed over ranks
+
+
+@dataclass(frozen=True, slots=True)
+class GroupResult:
+    """One group of a scope on its own (a ``BenchResult`` averages all groups of the scope):
+    what finds the one slow node, pair or super node among its peers."""
+
+    scope: str
+    collective: str
+    size: int
+    dtype: str
+    group: int  # index among the scope's groups
+    ranks: tuple[int, ...]
+    time_us: float  # mean over the group's ranks
+    busbw: float
+    wrong: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +103,7 @@ class BenchRun:
     hosts: tuple[str, ...] = ()
     versions: Versions = Versions()
     results: tuple[BenchResult, ...] = field(default_factory=tuple)
+    group_results: tuple[GroupResult, ...] = field(default_factory=tuple)  # not stored
 
     @property
     def good(self) -> bool:
@@ -107,4 +130,8 @@ class BenchRun:
             hosts=tuple(data.get("hosts", ())),
             versions=Versions(**data.get("versions", {})),
             results=tuple(BenchResult(**r) for r in data.get("results", ())),
+            group_results=tuple(
+                GroupResult(**{**g, "ranks": tuple(g["ranks"])})
+                for g in data.get("group_results", ())
+            ),
         )

@@ -5,7 +5,8 @@ Two ways to run a bench every night, chosen by what the Slurm has:
 - ``scrontab``: one entry per schedule in the user's scrontab; at HH:MM Slurm runs
   ``snrun bench submit ...`` as a small job, which submits the bench job itself (a scron
   entry cannot ask for whole super nodes).
-- ``chain`` (no scrontab, e.g. Debian 12's Slurm 22.05): a bench job with ``--begin`` at the
+- ``chain`` (no scrontab: Debian 12's Slurm 22.05 has no client, and 24.11+ turns scrontab off
+  unless slurm.conf has ``ScronParameters=enable``): a bench job with ``--begin`` at the
   next HH:MM whose script first submits its successor for the night after, then measures, so
   a failing bench never ends the schedule. Its jobs are named ``snrun-bench-nightly-NAME``.
 
@@ -38,6 +39,27 @@ MODES = ("auto", "scrontab", "chain")
 _HHMM = re.compile(r"^(\d{1,2}):(\d{2})$")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _BEGIN_FORMAT = "%Y-%m-%dT%H:%M:%S"
+
+
+def choose_mode(requested: str, has_scrontab: bool, why_not: str | None) -> tuple[str, str | None]:
+    """(mode, notice): ``auto`` takes scrontab where the cluster allows it, else the job chain
+    (saying why); an explicit ``scrontab`` the cluster refuses is an error with the reason."""
+    if requested not in MODES:
+        raise InputError(
+            f"unknown mode {requested!r}", where="--mode", hint="one of " + ", ".join(MODES)
+        )
+    if requested == "chain" or (requested == "scrontab" and has_scrontab):
+        return requested, None
+    if requested == "scrontab":
+        raise InputError(
+            f"cannot use scrontab: {why_not or 'not available'}",
+            where="--mode scrontab",
+            hint="use --mode chain (a job that resubmits itself), or ask the admin for"
+            " ScronParameters=enable",
+        )
+    if has_scrontab:
+        return "scrontab", None
+    return "chain", f"{why_not or 'no scrontab'}: using a self-resubmitting job instead"
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,8 @@ srun step whose agents run ``torchrun -m slurm_supernode bench run``; rank 0 app
 to the site's results database. Planning is pure and never imports torch.
 
 Named super nodes are planned on a copy of the site holding only them, so every strategy's
-request can only land there (``--nodelist`` pins the single-allocation strategies).
+request can only land there (``--nodelist`` instead of ``--segment``/``--switches`` pins the
+single-allocation strategies: Slurm 24.11 refuses ``--segment`` with a nodelist across blocks).
 """
 
 from __future__ import annotations
@@ -15,8 +16,6 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-
-from ClusterShell.NodeSet import NodeSet, NodeSetParseError
 
 from slurm_supernode.bench.sweep import (
     format_size,
@@ -27,6 +26,7 @@ from slurm_supernode.bench.sweep import (
 )
 from slurm_supernode.errors import InputError
 from slurm_supernode.fsutil import expand_path
+from slurm_supernode.hostlist import HostlistError, expand, fold
 from slurm_supernode.launch.job import JobPlan, plan_job
 from slurm_supernode.launch.jobspec import JobSpec
 from slurm_supernode.launch.request import ClusterFacts
@@ -70,8 +70,8 @@ def choose_supernodes(site: Site, job: BenchJob) -> tuple[SuperNode, ...]:
     if not job.supernodes:
         return site.supernodes
     try:
-        names = list(NodeSet(job.supernodes))
-    except NodeSetParseError as exc:
+        names = expand(job.supernodes)
+    except HostlistError as exc:
         raise InputError(f"bad super node list: {exc}", where="--supernodes") from None
     known = {sn.name for sn in site.supernodes}
     unknown = [n for n in names if n not in known]
@@ -79,7 +79,7 @@ def choose_supernodes(site: Site, job: BenchJob) -> tuple[SuperNode, ...]:
         raise InputError(
             f"site {site.name} has no super node {', '.join(unknown)}",
             where="--supernodes",
-            hint="super nodes: " + str(NodeSet.fromlist(sorted(known))),
+            hint="super nodes: " + fold(known),
         )
     return tuple(sn for sn in site.supernodes if sn.name in set(names))
 
@@ -147,11 +147,7 @@ def plan_bench(
         max_restarts=0,
         workdir=job.workdir,
         sbatch_args=tuple(sbatch_args),
+        # One allocation (block/switches strategy) is pinned to the named super nodes.
+        pinned_nodes=fold([h for sn in chosen for h in sn.hostnames]) if job.supernodes else None,
     )
-    plan = plan_job(spec, sub_site, facts, jobs_root=jobs_root, stamp=stamp, token=token)
-    if job.supernodes and not plan.request.heterogeneous:
-        # One allocation (block/switches strategy): pin it to the named super nodes.
-        hosts = str(NodeSet.fromlist([h for sn in chosen for h in sn.hostnames]))
-        spec = dataclasses.replace(spec, sbatch_args=(*spec.sbatch_args, f"--nodelist={hosts}"))
-        plan = plan_job(spec, sub_site, facts, jobs_root=jobs_root, stamp=stamp, token=token)
-    return plan
+    return plan_job(spec, sub_site, facts, jobs_root=jobs_root, stamp=stamp, token=token)

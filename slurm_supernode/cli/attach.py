@@ -44,9 +44,9 @@ def run(ns: argparse.Namespace) -> int:
 
     from slurm_supernode.errors import InputError, JobError
     from slurm_supernode.forensics.logs import current_job_id
+    from slurm_supernode.hostlist import expand
     from slurm_supernode.launch.inputs import load_inputs
     from slurm_supernode.launch.jobdir import find_job_dir, jobs_root
-    from slurm_supernode.site.hostlist import expand
     from slurm_supernode.slurm.attach import attach_argv, run_attached
     from slurm_supernode.slurm.jobs import job_info
 

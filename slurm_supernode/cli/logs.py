@@ -74,7 +74,7 @@ def follow(job_dir, ns, streams) -> int:  # type: ignore[no-untyped-def]
     import time
 
     from slurm_supernode.forensics.logs import attempts_with_logs, rank_logs
-    from slurm_supernode.supervise import ledger
+    from slurm_supernode.runtime import ledger
 
     offsets: dict[str, int] = {}
     attempt = ns.attempt

@@ -7,33 +7,27 @@ nodelist and site default to ``$SLURM_JOB_NODELIST`` and ``$SNRUN_SITE``. Never 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 
+from slurm_supernode.cli.layout_args import add_layout_arguments, layout_from_args
+from slurm_supernode.cli.options import int_range, number
 from slurm_supernode.errors import InputError, PlacementError
 
+_positive = int_range(1, 1 << 30)
+_amount = number(above=0, maximum=1e18)
 MODEL_FLAGS = (
-    ("--hidden", int, "hidden size"),
-    ("--layers", int, "transformer layers"),
-    ("--seq", int, "sequence length (tokens)"),
-    ("--micro-batch", int, "sequences per micro-batch"),
-    ("--dtype-bytes", int, "bytes per activation/gradient element (2 for bf16)"),
-    ("--experts", int, "MoE experts per layer"),
-    ("--topk", int, "experts per token"),
-    ("--params", float, "total parameters (e.g. 70e9)"),
-    ("--active-params", float, "parameters used per token (MoE)"),
+    ("--hidden", _positive, "hidden size"),
+    ("--layers", _positive, "transformer layers"),
+    ("--seq", _positive, "sequence length (tokens)"),
+    ("--micro-batch", _positive, "sequences per micro-batch"),
+    ("--dtype-bytes", int_range(1, 64), "bytes per activation/gradient element (2 for bf16)"),
+    ("--experts", _positive, "MoE experts per layer"),
+    ("--topk", _positive, "experts per token"),
+    ("--params", _amount, "total parameters (e.g. 70e9)"),
+    ("--active-params", _amount, "parameters used per token (MoE)"),
+    ("--kv-hidden", _positive, "K/V width = hidden x kv_heads / heads (GQA; default hidden)"),
 )
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
-    return value
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -45,9 +39,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="hostlist of the allocation (default $SLURM_JOB_NODELIST)",
     )
     p.add_argument("--nproc-per-node", type=_positive, help="ranks per node (default: devices)")
-    for dim in ("tp", "cp", "ep", "pp"):
-        p.add_argument(f"--{dim}", type=_positive, default=1, help=f"{dim.upper()} size")
-    p.add_argument("--order", default="tp-cp-ep-dp-pp", help="dimensions, innermost first")
+    add_layout_arguments(p.add_argument_group("parallel layout (the framework's rank groups)"))
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
     p.add_argument("--full", action="store_true", help="list every node in the table")
     g = p.add_argument_group("communication planner")
@@ -55,10 +47,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     for flag, typ, text in MODEL_FLAGS:
         g.add_argument(flag, type=typ, help=text)
     g.add_argument("--global-batch", type=_positive, help="sequences per step (default: world)")
-    g.add_argument("--compute-time", type=float, help="compute seconds per step (measured)")
-    g.add_argument("--tflops", type=float, help="peak TFLOP/s per device (derives compute)")
-    g.add_argument("--mfu", type=float, default=0.4, help="model FLOPs utilisation (0.4)")
-    g.add_argument("--device-memory", type=float, help="GB per device: filter --recommend")
+    g.add_argument("--compute-time", type=_amount, help="compute seconds per step (measured)")
+    g.add_argument("--tflops", type=_amount, help="peak TFLOP/s per device (derives compute)")
+    g.add_argument(
+        "--mfu", type=number(above=0, maximum=1), default=0.4, help="model FLOPs utilisation (0.4)"
+    )
+    g.add_argument(
+        "--sequence-parallel",
+        action="store_true",
+        help="Megatron --sequence-parallel (always on for MoE with tp > 1)",
+    )
+    g.add_argument("--device-memory", type=_amount, help="GB per device: filter --recommend")
     g.add_argument("--recommend", action="store_true", help="rank feasible layouts (top 10)")
     g.add_argument("--top", type=_positive, default=10, help="how many layouts to recommend")
     o = p.add_argument_group("files")
@@ -98,23 +97,52 @@ def _workload(args):
         compute_time_s=args.compute_time,
         tflops=args.tflops,
         mfu=args.mfu,
+        sequence_parallel=args.sequence_parallel,
     )
+
+
+def check_experts(layout, model) -> None:
+    """Expert parallelism needs experts to split: refuse --ep on a dense model (Megatron does)."""
+    if layout.ep == 1:
+        return
+    if not model.is_moe:
+        raise InputError(
+            f"--ep {layout.ep} on a dense model ({model.name} has no experts): expert "
+            "parallelism splits MoE experts (Megatron: num_experts must be set for it)",
+            where="--ep",
+            hint="drop --ep (data parallelism is already W/(tp*cp*pp)), or give --experts N",
+        )
+    if model.experts % layout.ep:
+        raise InputError(
+            f"{model.experts} experts are not a multiple of ep={layout.ep} (Megatron: number of "
+            "experts should be a multiple of expert model parallel size)",
+            where="--ep",
+            hint="ep must divide --experts",
+        )
 
 
 def run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from slurm_supernode.placement.model import Layout
-    from slurm_supernode.placement.rankmap import build_rank_map, rank_map_to_json
+    from slurm_supernode.fsutil import check_output_path
+    from slurm_supernode.placement.rankmap import build_rank_map
     from slurm_supernode.placement.render import render_plan
 
     if not args.nodelist:
         raise InputError(
             "no nodelist given", where="--nodelist", hint="pass --nodelist or run inside a job"
         )
+    layout = layout_from_args(args)
+    for option, out in (
+        ("--hccl-rank-table", args.hccl_rank_table),
+        ("--nccl-topo-file", args.nccl_topo_file),
+    ):
+        if out:
+            check_output_path(out, option)
     work = _workload(args)  # validate the model flags before loading anything
+    if work is not None:
+        check_experts(layout, work.model)
     site = _load_site(args.site)
-    layout = Layout(tp=args.tp, cp=args.cp, ep=args.ep, pp=args.pp, order=args.order)
     rm = build_rank_map(site, args.nodelist, layout, args.nproc_per_node)
 
     if work is not None:
@@ -137,7 +165,8 @@ def run(args: argparse.Namespace) -> int:
                 args.nodelist,
                 work,
                 args.nproc_per_node,
-                order=args.order,
+                order=layout.order,
+                framework=layout.framework,
                 device_memory_gb=args.device_memory,
                 top=args.top,
             )
@@ -155,9 +184,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"wrote NCCL topology file: {path}", file=sys.stderr)
 
     if args.json:
-        doc = rank_map_to_json(rm) | {"site": site.name, "recommendations": recs}
-        json.dump(doc, sys.stdout, indent=1)
-        sys.stdout.write("\n")
+        from slurm_supernode.placement.planjson import write_plan_json
+
+        write_plan_json(rm, sys.stdout, {"site": site.name, "recommendations": recs})
     else:
         max_nodes = len(rm.nodes) if args.full else 16
         sys.stdout.write(

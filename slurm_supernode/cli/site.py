@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from slurm_supernode.cli.options import int_range
 from slurm_supernode.errors import InputError
 
 
@@ -23,13 +24,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("file", metavar="FILE", help="site config (path or site name)")
     p = sub.add_parser("export", help="generate Slurm config fragments or JSON")
     p.add_argument("file", metavar="FILE", help="site config (path or site name)")
-    p.add_argument("--format", "-f", required=True, choices=list(EXPORTERS), dest="fmt")
+    p.add_argument(
+        "--format", "-f", required=True, choices=list(EXPORTERS), dest="fmt", help="what to export"
+    )
     p.add_argument("-o", "--output", metavar="OUT", help="write here (atomically), not stdout")
     p.add_argument(
         "--node-port-base",
-        type=int,
+        type=int_range(1, 65535),
         metavar="N",
         help="slurm-nodes: add Port=N+i per node in physical order (several slurmd per host)",
+    )
+    p.add_argument(
+        "--slurm-version",
+        metavar="X.Y",
+        help="write for this Slurm (e.g. 23.11: BlockLevels, 24.11: no topology.yaml); default:"
+        " the installed Slurm's version, else the newest syntax",
     )
     sub.add_parser("list", help="list the installed site configs")
 
@@ -48,7 +57,7 @@ def _validate(args: argparse.Namespace) -> int:
         try:
             path = find_site(arg)
         except InputError as exc:
-            print(f"{arg}: {exc}", file=sys.stderr)
+            print(str(exc) if exc.where else f"{arg}: {exc}", file=sys.stderr)
             status = 2
             continue
         site, problems = load_file(path)
@@ -78,10 +87,16 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from slurm_supernode.fsutil import write_atomic
-    from slurm_supernode.site.export import export
+    from slurm_supernode.fsutil import check_output_path, write_atomic
+    from slurm_supernode.site.export import export, export_warnings
 
-    text = export(_load(args.file), args.fmt, args.node_port_base)
+    if args.output:
+        check_output_path(args.output, "-o/--output")
+    site = _load(args.file)
+    target = _target(args.slurm_version)
+    text = export(site, args.fmt, args.node_port_base, target)
+    for warning in export_warnings(site, args.fmt, target):
+        print(f"snrun site export: warning: {warning}", file=sys.stderr)
     if args.output:
         try:
             write_atomic(args.output, text)
@@ -90,6 +105,22 @@ def _export(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(text)
     return 0
+
+
+def _target(text: str | None):
+    """--slurm-version, else the installed Slurm's (None when there is none to ask)."""
+    from slurm_supernode.errors import SlurmError
+    from slurm_supernode.site.export import SlurmTarget, parse_target
+
+    if text is not None:
+        return parse_target(text)
+    from slurm_supernode.slurm.version import installed_version
+
+    try:
+        found = installed_version()
+    except SlurmError:
+        return None
+    return SlurmTarget(found.major, found.minor)
 
 
 def _list(args: argparse.Namespace) -> int:

@@ -13,7 +13,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(ns: argparse.Namespace) -> int:
-    from slurm_supernode.supervise.supervisor import run_supervisor
+    from slurm_supernode.runtime.supervisor import run_supervisor
 
     argv = ns.program_argv[1:] if ns.program_argv[:1] == ["--"] else ns.program_argv
     return run_supervisor(ns.job_dir, argv)

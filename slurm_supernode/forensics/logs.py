@@ -41,7 +41,7 @@ def attempts_with_logs(job_dir: Path) -> list[int]:
 
 def current_job_id(job_dir: Path) -> int | None:
     """The newest Slurm job id of the chain (requeues keep it, resubmissions add one)."""
-    from slurm_supernode.supervise import ledger
+    from slurm_supernode.runtime import ledger
 
     ids: set[int] = set()
     for rec in ledger.read(job_dir):

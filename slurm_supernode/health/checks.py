@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from ClusterShell.NodeSet import NodeSet, NodeSetParseError
+from slurm_supernode.hostlist import HostlistError, expand_paths
 
 OK, WARNING, CRITICAL, UNKNOWN = 0, 1, 2, 3
 STATUS_NAMES = {OK: "OK", WARNING: "WARNING", CRITICAL: "CRITICAL", UNKNOWN: "UNKNOWN"}
@@ -53,8 +53,8 @@ def device_paths(pattern: str | None, vendor: str, devices: int) -> list[str]:
     (``/dev/nvidia[0-7]``) or the vendor's default names for ``devices`` devices."""
     if pattern:
         try:
-            return list(NodeSet(pattern))
-        except NodeSetParseError:
+            return expand_paths(pattern)
+        except HostlistError:
             return [pattern]
     stem = "/dev/davinci" if vendor == "ascend" else "/dev/nvidia"
     return [f"{stem}{i}" for i in range(devices)]

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from slurm_supernode.errors import SlurmError
+from slurm_supernode.hostlist import expand
 from slurm_supernode.launch.request import ClusterFacts
-from slurm_supernode.site.hostlist import expand
 from slurm_supernode.site.model import Site
 
 
@@ -27,6 +27,7 @@ def gather_facts(site: Site, *, required: bool) -> ClusterFacts | None:
         version=tuple(feats.version)[:3],
         topology_plugin=feats.topology_plugin,
         supports_segment=bool(feats.supports_segment),
+        has_block=feats.has_block,
         node_features={n.name: frozenset(n.features) for n in nodes},
         partition_nodes={p.name: tuple(expand(p.nodes)) if p.nodes else () for p in parts},
         default_partition=default,

@@ -184,8 +184,9 @@ def write_job_dir(plan: JobPlan) -> None:
     write_json_atomic(d / "env.json", plan.env)
 
 
-def submit_job(plan: JobPlan, *, attempts: int = 3) -> int:
-    """Write the job directory and submit with sbatch; returns the job id."""
+def submit_job(plan: JobPlan, *, attempts: int = 3, backoff: float = 1.0) -> int:
+    """Write the job directory and submit with sbatch; returns the job id. An unreachable or
+    busy controller is retried (``attempts`` calls, ``backoff`` s more between each)."""
     from slurm_supernode.slurm import jobs
 
     write_job_dir(plan)
@@ -198,10 +199,11 @@ def submit_job(plan: JobPlan, *, attempts: int = 3) -> int:
             break
         except SlurmError as exc:
             # Retry only when the controller is busy/unreachable; refusals are final.
-            if "temporarily" not in str(exc).lower() and "unable to contact" not in str(exc):
+            if not exc.kind.transient:
                 raise
             last = exc
-            time.sleep(1 + i)
+            if i + 1 < attempts:
+                time.sleep(backoff * (1 + i))
     else:
         raise last or SlurmError("sbatch failed")
     link_job_id(plan.job_dir.parent, plan.job_dir, job_id)

@@ -47,6 +47,10 @@ class JobSpec:
     workdir: str | None = None
     launcher_python: str | None = None  # python3 that runs the agent inside the job
     snapshot: bool = True  # run a copy of the code taken at submission (--no-snapshot: live)
+    # Exact hosts of the whole super nodes to run on (bench over named super nodes): a single
+    # allocation names them with --nodelist instead of --segment/--switches (Slurm 24.11
+    # refuses --segment with a nodelist that spans blocks, and the list is exact anyway).
+    pinned_nodes: str | None = None
 
     @property
     def name(self) -> str:
@@ -64,7 +68,7 @@ def parse_env_items(items: list[str] | tuple[str, ...]) -> tuple[tuple[str, str]
         key, sep, value = item.partition("=")
         if not sep or not _ENV_KEY.match(key):
             raise InputError(
-                f"bad --env value {item!r}",
+                f"bad value {item!r}",
                 where="--env",
                 hint="use NAME=VALUE with NAME a shell variable name",
             )

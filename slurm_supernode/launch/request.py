@@ -31,6 +31,9 @@ class ClusterFacts:
     version: tuple[int, int, int] | None = None
     topology_plugin: str | None = None
     supports_segment: bool = False
+    # blocks configured: topology/block, or a block topology in topology.yaml (25.05+, where
+    # `scontrol show config` names another plugin)
+    has_block: bool = False
     # Slurm's view of the nodes: hostname -> features; partition -> nodes
     node_features: dict[str, frozenset[str]] | None = None
     partition_nodes: dict[str, tuple[str, ...]] | None = None
@@ -82,6 +85,12 @@ class _Choice:
     pool: list[SuperNode] = field(default_factory=list)
 
 
+def block_ready(facts: ClusterFacts) -> bool:
+    """Can whole super nodes be asked for as blocks (`--segment` on a block topology)?"""
+    has_block = facts.has_block or (facts.topology_plugin or "").endswith("block")
+    return facts.supports_segment and has_block
+
+
 def resolve_strategy(site: Site, facts: ClusterFacts | None) -> tuple[str, list[str]]:
     """The strategy to use; ``auto`` is decided from the running Slurm, never assumed."""
     wanted = site.slurm.strategy
@@ -92,11 +101,7 @@ def resolve_strategy(site: Site, facts: ClusterFacts | None) -> tuple[str, list[
             hint="valid: " + ", ".join(STRATEGIES),
         )
     notices: list[str] = []
-    if (
-        wanted == "block"
-        and facts is not None
-        and not (facts.supports_segment and (facts.topology_plugin or "").endswith("block"))
-    ):
+    if wanted == "block" and facts is not None and not block_ready(facts):
         notices.append(
             "site asks for strategy 'block' but this Slurm has no topology/block with --segment "
             "(needs >= 24.05); using 'features'"
@@ -107,7 +112,7 @@ def resolve_strategy(site: Site, facts: ClusterFacts | None) -> tuple[str, list[
     if facts is None:
         notices.append("Slurm not reachable: planned with strategy 'features'")
         return "features", notices
-    if facts.supports_segment and (facts.topology_plugin or "").endswith("block"):
+    if block_ready(facts):
         return "block", notices
     if facts.node_features is not None:
         have = all(
@@ -191,10 +196,14 @@ def plan_request(
     requests that can never run (instead of leaving them pending forever)."""
     check_time(spec.time)
     if spec.supernodes is not None and spec.nodes is not None:
-        raise InputError("give either -S/--supernodes or -N/--nodes, not both", where="-S/-N")
+        raise InputError(
+            "give either -S/--supernodes or -N/--nodes, not both",
+            where="-S/-N",
+            hint="-S counts whole super nodes, -N nodes (rounded up to whole super nodes)",
+        )
     for opt, val in (("-S/--supernodes", spec.supernodes), ("-N/--nodes", spec.nodes)):
         if val is not None and val < 1:
-            raise InputError(f"{opt} must be at least 1, got {val}", where=opt)
+            raise InputError(f"must be at least 1, got {val}", where=opt)
 
     strategy, notices = resolve_strategy(site, facts)
     partition = spec.partition or site.slurm.partition
@@ -255,8 +264,16 @@ def plan_request(
         comp = (f"--nodes={size}", f"--constraint=[{feats}]", *alloc)
         components = [comp] * k
         total, whole = k * size, k
+    elif spec.pinned_nodes:
+        # block/switches on named super nodes: the list is exact; no --segment/--switches.
+        components = [(f"--nodes={k * size}", f"--nodelist={spec.pinned_nodes}", *alloc)]
+        total, whole = k * size, k
     elif strategy == "block":
-        components = [(f"--nodes={k * size}", f"--segment={size}", *alloc)]
+        # --exclusive=topo (with --segment since 24.05): no other job in the job's blocks, so a
+        # super node's spare nodes stay free for this job's requeue (measured on 24.11: a job
+        # on the 4th node of a 3-node job's block pends with =topo, runs with --exclusive).
+        block_alloc = ["--exclusive=topo" if a == "--exclusive" else a for a in alloc]
+        components = [(f"--nodes={k * size}", f"--segment={size}", *block_alloc)]
         total, whole = k * size, k
     else:  # switches
         components = [(f"--nodes={k * size}", f"--switches={k}", *alloc)]

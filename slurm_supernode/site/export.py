@@ -4,8 +4,13 @@ Each exporter is a pure function ``Site -> str`` with deterministic output, so t
 checked against golden copies and diffed by admins. Hostlists are folded with ClusterShell.
 
 - ``topology-tree``: topology.conf for topology/tree (one leaf switch per super node + spine).
-- ``topology-block``: topology.conf for topology/block (one block per super node, BlockSizes).
-- ``topology-yaml``: topology.yaml (Slurm >= 25.05) with both a tree and a block topology.
+- ``topology-block``: topology.conf for topology/block (one block per super node; block sizes as
+  ``BlockSizes=`` for Slurm >= 24.05, ``BlockLevels=`` for 23.11, which reads no BlockSizes).
+- ``topology-yaml``: topology.yaml (Slurm >= 25.05) with both a tree and a block topology;
+  older Slurm ignores the file without a word, so the export warns.
+
+The target Slurm version (``SlurmTarget``) changes what is written where versions differ; None
+means the newest syntax. ``export_warnings`` says what the target would ignore.
 - ``slurm-nodes``: slurm.conf NodeName lines (Features=<super node feature>) + PartitionName.
 - ``gres``: gres.conf lines.
 - ``job-submit-lua``: job_submit.lua keeping jobs of super node partitions on whole super nodes.
@@ -18,14 +23,67 @@ import json
 from collections.abc import Callable
 from dataclasses import asdict
 from itertools import groupby
+from typing import NamedTuple
 
 import yaml
 
 from slurm_supernode.errors import InputError
-from slurm_supernode.site.hostlist import fold, fold_ordered
+from slurm_supernode.hostlist import fold, fold_ordered
 from slurm_supernode.site.job_submit import job_submit_lua
 from slurm_supernode.site.model import Node, NodeSpec, Site
 from slurm_supernode.site.validate import block_sizes
+
+
+class SlurmTarget(NamedTuple):
+    """The Slurm release an export is for (major, minor); compare with tuples."""
+
+    major: int
+    minor: int
+
+    def __str__(self) -> str:
+        return f"{self.major}.{self.minor:02d}"
+
+
+def parse_target(text: str) -> SlurmTarget:
+    """``"23.11"`` / ``"24.11.5"`` -> SlurmTarget; InputError otherwise."""
+    parts = text.strip().split(".")
+    if len(parts) < 2 or not all(p.isdigit() and len(p) <= 4 for p in parts[:3]) or len(parts) > 3:
+        raise InputError(
+            f"not a Slurm version: {text!r}", where="--slurm-version", hint="e.g. 24.11 or 23.11"
+        )
+    return SlurmTarget(int(parts[0]), int(parts[1]))
+
+
+BLOCK_MIN = SlurmTarget(23, 11)  # topology/block exists
+BLOCK_SIZES_MIN = SlurmTarget(24, 5)  # BlockSizes replaced BlockLevels
+YAML_MIN = SlurmTarget(25, 5)  # topology.yaml is read
+
+
+def export_warnings(site: Site, fmt: str, target: SlurmTarget | None) -> list[str]:
+    """What the target Slurm would ignore or lack (empty: nothing to say)."""
+    out: list[str] = []
+    if fmt == "topology-block" and target is None:
+        out.append(
+            "no Slurm found to ask its version: wrote BlockSizes (24.05+); for 23.11 pass"
+            " --slurm-version 23.11 (BlockLevels)"
+        )
+    if fmt == "topology-yaml" and (target is None or target < YAML_MIN):
+        which = f"Slurm {target}" if target else "Slurm before 25.05"
+        out.append(
+            f"{which} ignores topology.yaml without a word (it needs 25.05+): use --format"
+            " topology-block or topology-tree for topology.conf there"
+        )
+    if (
+        fmt == "job-submit-lua"
+        and site.slurm.strategy == "block"
+        and target is not None
+        and target < BLOCK_SIZES_MIN
+    ):
+        out.append(
+            f"Slurm {target} has no --segment (24.05+): the plugin cannot keep jobs of several"
+            " super nodes whole there; users need 'snrun -S k'"
+        )
+    return out
 
 
 def _header(site: Site, what: str) -> list[str]:
@@ -45,12 +103,26 @@ def topology_tree(site: Site) -> str:
     return "\n".join(lines) + "\n"
 
 
-def topology_block(site: Site) -> str:
-    """topology.conf for topology/block: ``BlockName=<sn> Nodes=...`` and ``BlockSizes=``."""
-    lines = [*_header(site, "topology.conf (TopologyPlugin=topology/block, Slurm >= 23.11)")]
+def topology_block(site: Site, target: SlurmTarget | None = None) -> str:
+    """topology.conf for topology/block: ``BlockName=<sn> Nodes=...`` and the block sizes,
+    as ``BlockSizes=`` (24.05+) or as ``BlockLevels=`` (23.11: level L = base x 2^L nodes)."""
+    if target is not None and target < BLOCK_MIN:
+        raise InputError(
+            f"Slurm {target} has no topology/block (it needs 23.11+)",
+            where="--slurm-version",
+            hint="use --format topology-tree for this Slurm, or --slurm-version X.Y for another",
+        )
+    sizes = block_sizes(site)
+    if target is None or target >= BLOCK_SIZES_MIN:
+        what, last = "Slurm >= 24.05", "BlockSizes=" + ",".join(str(s) for s in sizes)
+    else:
+        levels = len(sizes) - 1
+        what = f"Slurm {target}"
+        last = "BlockLevels=" + ("0" if levels == 0 else f"0-{levels}")
+    lines = [*_header(site, f"topology.conf (TopologyPlugin=topology/block, {what})")]
     for sn in site.supernodes:
         lines.append(f"BlockName={sn.name} Nodes={fold(sn.hostnames)}")
-    lines.append("BlockSizes=" + ",".join(str(s) for s in block_sizes(site)))
+    lines.append(last)
     return "\n".join(lines) + "\n"
 
 
@@ -228,19 +300,27 @@ EXPORTERS: dict[str, Callable[[Site], str]] = {
 }
 
 
-def export(site: Site, fmt: str, node_port_base: int | None = None) -> str:
-    """Render ``site`` in format ``fmt`` (a key of EXPORTERS)."""
+def export(
+    site: Site, fmt: str, node_port_base: int | None = None, target: SlurmTarget | None = None
+) -> str:
+    """Render ``site`` in format ``fmt`` (a key of EXPORTERS) for Slurm ``target`` (None:
+    the newest syntax)."""
     if fmt not in EXPORTERS:
         raise InputError(f"unknown export format {fmt!r}", hint="one of " + ", ".join(EXPORTERS))
     if node_port_base is not None:
         if fmt != "slurm-nodes":
             raise InputError(
-                "--node-port-base only applies to --format slurm-nodes", where="--node-port-base"
+                "only applies to --format slurm-nodes",
+                where="--node-port-base",
+                hint="drop it, or export --format slurm-nodes",
             )
         if not 1 <= node_port_base <= 65535 - len(site.nodes):
             raise InputError(
                 f"port base {node_port_base} leaves no room for {len(site.nodes)} ports",
                 where="--node-port-base",
+                hint=f"ports go up to 65535: use at most {65535 - len(site.nodes)}",
             )
         return slurm_nodes(site, node_port_base)
+    if fmt == "topology-block":
+        return topology_block(site, target)
     return EXPORTERS[fmt](site)

@@ -14,7 +14,11 @@ Sites are found by path or by name (``find_site``): an existing path, ``$SNRUN_S
 from __future__ import annotations
 
 import difflib
+import errno
+import math
 import os
+import re
+import stat
 import string
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -24,13 +28,16 @@ from typing import Any
 import yaml
 
 from slurm_supernode.errors import ConfigError, InputError, Problem
-from slurm_supernode.site.hostlist import HostlistError, expand
+from slurm_supernode.hostlist import HostlistError, expand
+from slurm_supernode.hostlist import size as hostlist_size
 from slurm_supernode.site.model import (
+    CROSS_ISLAND,
     LINK_LEVELS,
     RESTART_CAUSES,
     STRATEGIES,
     VENDORS,
     BenchSettings,
+    DoctorSettings,
     EnvProfile,
     LinkLevel,
     NicSpec,
@@ -41,7 +48,13 @@ from slurm_supernode.site.model import (
     SlurmSettings,
     SuperNode,
 )
-from slurm_supernode.site.validate import Loc, SourceMap, check_device_groups, validate_site
+from slurm_supernode.site.validate import (
+    Loc,
+    SourceMap,
+    check_device_groups,
+    slurm_value_problem,
+    validate_site,
+)
 
 SYSTEM_SITES_DIR = Path("/etc/snrun/sites")
 SITE_ENV = "SNRUN_SITE"
@@ -60,6 +73,7 @@ TOP_KEYS = (
     "env_profiles",
     "bench",
     "paths",
+    "doctor",
     "imex_channels",
     "restarts",
 )
@@ -84,9 +98,14 @@ SLURM_KEYS = (
     "gres_name",
     "node_options",
 )
-LINK_KEYS = ("bandwidth_gbps", "latency_us", "kind")
+LINK_KEYS = ("bandwidth_GBps", "latency_us", "kind")
+# Renamed: the value was always GB/s (gigabytes per second) while the name said gigabits.
+OLD_LINK_KEYS = {"bandwidth_gbps": "bandwidth_GBps"}
 BENCH_KEYS = ("regression_pct", "baseline_runs", "sizes", "min_busbw_gbps")
 PATH_KEYS = ("jobs_dir", "results_db", "state_dir")
+DOCTOR_NUMBERS = ("bandwidth_warn", "bandwidth_fail", "slow_pct", "min_tflops", "min_write_mbps",
+                  "min_read_mbps", "min_free_gb")  # fmt: skip
+DOCTOR_KEYS = (*DOCTOR_NUMBERS, "size", "checkpoint_dir", "storage_mb")
 IP_KEYS = ("pattern", "nodes")
 # NodeName attributes snrun writes itself (from node_defaults / super nodes).
 RESERVED_NODE_OPTIONS = ("NodeName", "Features", "Gres", "CPUs", "RealMemory", "Port")
@@ -106,6 +125,41 @@ _KIND = {
     _STR: "a string",
 }
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# Tags the safe resolver gives plain YAML; anything else (!!python/..., !custom) is refused.
+_PLAIN_TAGS = {
+    f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null", "seq", "map")
+} | {"tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:merge"}
+# What YAML accepts as text (PyYAML's reader): no other control characters, no surrogates.
+_NON_PRINTABLE = re.compile(
+    "[^\x09\x0a\x0d\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"
+)
+
+_DOC_HINT = "see docs/site-config.md"
+# Hints for the builder's generic messages (shape, type, range): every problem carries one.
+_DEFAULT_HINTS = (
+    ("must be a mapping", "write it as KEY: {a: 1} or as an indented block of KEY: VALUE lines"),
+    ("must be a list", "write it as [a, b] or as '- item' lines"),
+    ("must be a string", "write text; quote it if YAML would read a number, list or null"),
+    ("must not be empty", "give a value or remove the key"),
+    ("must be an integer", "a whole number, e.g. 8"),
+    ("must be a finite number", "a real number: .nan and .inf are not figures"),
+    ("must be a number", "e.g. 450 or 2.5"),
+    ("must be true or false", "write true or false"),
+    ("is missing required key", "see the annotated example in docs/site-config.md"),
+    ("keys must be plain names", "keys are plain words, not lists or mappings"),
+    ("lists more than", "a site config describes real hardware: check for a generated list"),
+    ("must be", "see docs/site-config.md for the allowed values"),
+)
+
+# Bounds: far above any real site, low enough that loading a typo (n[0-9999999]) or a hostile
+# file answers at once with the number instead of allocating gigabytes.
+MAX_FILE_BYTES = 64 << 20
+MAX_SITE_NODES = 250_000
+MAX_SITE_DEVICES = 1_000_000
+MAX_DEVICES_PER_NODE = 1024
+MAX_CPUS = 65_535  # slurm.conf CPUs= is 16 bits
+MAX_MEMORY_MB = 1 << 40
+MAX_INT = (1 << 31) - 1
 
 
 # -- finding sites --------------------------------------------------------------------------
@@ -139,16 +193,19 @@ def find_site(name_or_path: str | os.PathLike | None) -> Path:
                 hint=f"pass --site NAME or FILE, or set ${SITE_ENV}; sites: "
                 + (", ".join(available_sites()) or "none installed"),
             )
-    path = Path(arg).expanduser()
-    if path.is_file():
+    name = os.fspath(arg)
+    path = Path(name).expanduser()
+    why = path_problem(path)
+    if why is None:
         return path
-    name = str(arg)
-    if "/" not in name and not name.endswith((".yaml", ".yml")):
-        for folder in (SYSTEM_SITES_DIR, bundled_sites_dir()):
-            if folder is not None:
-                candidate = folder / f"{name}.yaml"
-                if candidate.is_file():
-                    return candidate
+    looks_like_path = "/" in name or name.endswith((".yaml", ".yml")) or why != "no such file"
+    if looks_like_path:
+        raise InputError(why, where=shown_path(name), hint=_PATH_HINTS.get(why, _SITE_HINT))
+    for folder in (SYSTEM_SITES_DIR, bundled_sites_dir()):
+        if folder is not None:
+            candidate = folder / f"{name}.yaml"
+            if path_problem(candidate) is None:
+                return candidate
     names = list(available_sites())
     close = difflib.get_close_matches(name, names, n=1)
     hint = f"did you mean {close[0]!r}? " if close else ""
@@ -156,6 +213,72 @@ def find_site(name_or_path: str | os.PathLike | None) -> Path:
         f"unknown site {name!r}",
         hint=hint + "available sites: " + (", ".join(names) or "none") + "; or give a file path",
     )
+
+
+_SITE_HINT = "give a site name (snrun site list) or the path of a site YAML file"
+_PATH_HINTS = {
+    "no such file": _SITE_HINT,
+    "is a directory": "give the YAML file inside it",
+    "file name is too long": "each path component may have at most 255 bytes",
+}
+
+
+def shown_path(text: str, limit: int = 80) -> str:
+    """A path for a one-line message: control characters escaped, absurd lengths shortened."""
+    shown = text.encode("unicode_escape", "backslashreplace").decode("ascii")
+    return shown if len(shown) <= limit else shown[: limit // 2] + "..." + shown[-limit // 4 :]
+
+
+def short_repr(value: str, limit: int = 60) -> str:
+    """repr() of a value for a one-line message, shortened in the middle when absurdly long."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit // 2] + "..." + text[-limit // 4 :]
+
+
+def path_problem(path: Path) -> str | None:
+    """Why ``path`` is not a readable regular file, in words (None: it is one).
+
+    Never opens the path: a FIFO would block the reader, so only ``stat`` is used.
+    """
+    try:
+        st = os.stat(path)
+    except ValueError:
+        return "the path contains a NUL byte"
+    except OSError as exc:
+        return _os_problem(path, exc)
+    if stat.S_ISDIR(st.st_mode):
+        return "is a directory"
+    if stat.S_ISFIFO(st.st_mode):
+        return "is a FIFO (named pipe), not a regular file"
+    if not stat.S_ISREG(st.st_mode):
+        return "is not a regular file (a device or socket)"
+    if not os.access(path, os.R_OK):
+        return "is not readable (permission denied)"
+    return None
+
+
+def _os_problem(path: Path, exc: OSError) -> str:
+    code = exc.errno
+    if code == errno.ENAMETOOLONG:
+        return "file name is too long"
+    if code == errno.ELOOP:
+        return "is a loop of symbolic links"
+    if code in (errno.EACCES, errno.EPERM):
+        return "cannot be reached (permission denied on a directory above it)"
+    if code == errno.ENOTDIR:
+        for parent in reversed(path.parents):
+            if parent.exists() and not parent.is_dir():
+                kind = "a file" if parent.is_file() else "not a directory"
+                return f"{shown_path(str(parent))} is {kind}" + (
+                    ", not a directory" * parent.is_file()
+                )
+        return "a part of the path is not a directory"
+    if code == errno.ENOENT:
+        if os.path.islink(path):
+            target = shown_path(os.readlink(path))
+            return f"is a broken symbolic link (to {target}, which is missing)"
+        return "no such file"
+    return (exc.strerror or "cannot be read").lower()
 
 
 def load_site(name_or_path: str | os.PathLike | None) -> Site:
@@ -170,17 +293,94 @@ def load_site(name_or_path: str | os.PathLike | None) -> Site:
 def load_file(path: str | os.PathLike) -> tuple[Site | None, list[Problem]]:
     """Parse and validate one file; returns the site (None if unusable) and all problems."""
     p = Path(path)
+    why = path_problem(p)
+    if why is None and p.stat().st_size > MAX_FILE_BYTES:
+        why = f"is {p.stat().st_size} bytes; a site config may have at most {MAX_FILE_BYTES}"
+    if why is None:
+        try:
+            data = p.read_bytes()
+        except OSError as exc:
+            why = _os_problem(p, exc)
+    if why is not None:
+        it = "it " if why.startswith("is ") else ""
+        hint = _PATH_HINTS.get(why, "check the path")
+        return None, [Problem(str(path), 1, 1, f"cannot read the site config: {it}{why}", hint)]
     try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        return None, [Problem(str(path), 1, 1, f"cannot read: {exc}")]
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return None, [_byte_problem(str(path), data, exc.start)]
     return parse_site(text, str(path))
+
+
+def _byte_problem(file: str, data: bytes, pos: int) -> Problem:
+    """The first byte that is not UTF-8, at its line and column (in characters)."""
+    start = data.rfind(b"\n", 0, pos) + 1
+    line = data.count(b"\n", 0, pos) + 1
+    col = len(data[start:pos].decode("utf-8", "replace")) + 1
+    return Problem(
+        file, line, col, f"byte 0x{data[pos]:02x} is not UTF-8 text", "save the file as UTF-8"
+    )
+
+
+def _text_problems(text: str, file: str) -> list[Problem]:
+    """Characters YAML refuses (control characters, surrogates), each at its line:col."""
+    out: list[Problem] = []
+    for m in _NON_PRINTABLE.finditer(text):
+        start = text.rfind("\n", 0, m.start()) + 1
+        line = text.count("\n", 0, m.start()) + 1
+        ch = m.group()
+        out.append(
+            Problem(
+                file,
+                line,
+                m.start() - start + 1,
+                f"control character U+{ord(ch):04X} is not allowed in YAML",
+                "delete it; in a double-quoted string write an escape such as \\t",
+            )
+        )
+        if len(out) >= 20:
+            break
+    return out
+
+
+def _tag_problems(root: yaml.Node, file: str) -> list[Problem]:
+    """Explicit YAML tags (!!python/object, !custom) at their positions: a site is plain data."""
+    out: list[Problem] = []
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:  # aliases share nodes: each is checked once
+            continue
+        seen.add(id(node))
+        if node.tag not in _PLAIN_TAGS:
+            tag = node.tag.replace("tag:yaml.org,2002:", "!!")
+            out.append(
+                Problem(
+                    file,
+                    node.start_mark.line + 1,
+                    node.start_mark.column + 1,
+                    f"YAML tag {short_repr(tag)} is not allowed",
+                    "site configs are plain YAML: remove the tag",
+                )
+            )
+        if isinstance(node, yaml.SequenceNode):
+            stack.extend(reversed(node.value))
+        elif isinstance(node, yaml.MappingNode):
+            for k, v in reversed(node.value):
+                stack += [v, k]
+    return sorted(out, key=lambda p: (p.line, p.col))
 
 
 def parse_site(text: str, file: str = "<string>") -> tuple[Site | None, list[Problem]]:
     """Parse and validate config text; ``file`` is used in problem locations."""
+    bad_text = _text_problems(text, file)
+    if bad_text:
+        return None, bad_text
     try:
         root = yaml.compose(text, Loader=_Loader)
+    except RecursionError:
+        return None, [Problem(file, 1, 1, "YAML nesting is too deep", "a site config is flat")]
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
@@ -191,14 +391,19 @@ def parse_site(text: str, file: str = "<string>") -> tuple[Site | None, list[Pro
         return None, [
             Problem(file, line, col, f"YAML syntax error: {what}", "check indentation and quoting")
         ]
-    except yaml.YAMLError as exc:
-        return None, [Problem(file, 1, 1, f"YAML error: {exc}")]
+    except yaml.YAMLError:
+        return None, [Problem(file, 1, 1, "YAML error", "check the file is YAML")]
+    if root is not None:
+        tags = _tag_problems(root, file)
+        if tags:
+            return None, tags
     builder = _Builder(file)
     site = builder.build(root)
     problems = builder.problems
     if site is not None:
         problems += validate_site(site, builder.src)
-    return site, _dedupe(problems)
+    problems = sorted(_dedupe(problems), key=lambda p: (p.line, p.col))
+    return (None if builder.fatal else site), problems
 
 
 def _dedupe(problems: list[Problem]) -> list[Problem]:
@@ -231,6 +436,9 @@ class _Builder:
         self.src = SourceMap(file)
         self._cons = yaml.constructor.SafeConstructor()
         self._spec_broken = False
+        self.fatal = False  # a bound was exceeded: no site, only the problem
+        self.suggested: set[tuple[int, str]] = set()  # (mapping, key) a typo was matched to
+        self.hosts_total = 0  # hosts named so far, against MAX_SITE_NODES
 
     # -- primitives --------------------------------------------------------------------
     @staticmethod
@@ -242,6 +450,8 @@ class _Builder:
             line, col = self.loc(where)
         else:
             line, col = where or (1, 1)
+        if hint is None:
+            hint = next((h for frag, h in _DEFAULT_HINTS if frag in message), _DOC_HINT)
         self.problems.append(Problem(self.file, line, col, message, hint))
 
     def _kind(self, node: yaml.Node) -> str:
@@ -274,6 +484,8 @@ class _Builder:
                 hint = (
                     f"did you mean {close[0]!r}?" if close else "valid keys: " + ", ".join(allowed)
                 )
+                if close:  # the typo is the problem, not the key it misspells
+                    self.suggested.add((id(node), close[0]))
                 self.err(knode, f"unknown key {key!r} in {what}", hint)
                 continue
             if key in out:
@@ -281,7 +493,7 @@ class _Builder:
                 continue
             out[key] = (knode, vnode)
         for key in required:
-            if key not in out:
+            if key not in out and (id(node), key) not in self.suggested:
                 self.err(node, f"{what} is missing required key {key!r}")
         return out
 
@@ -306,34 +518,93 @@ class _Builder:
             return None
         return node.value.lower() in ("true", "yes", "on")
 
-    def integer(self, node: yaml.Node, what: str, minimum: int | None = None) -> int | None:
+    def integer(
+        self,
+        node: yaml.Node,
+        what: str,
+        minimum: int | None = None,
+        maximum: int = MAX_INT,
+        hint: str | None = None,
+    ) -> int | None:
         if not isinstance(node, yaml.ScalarNode) or node.tag != _INT:
-            self.err(node, f"{what} must be an integer, got {self._kind(node)}")
+            self.err(node, f"{what} must be an integer, got {self._kind(node)}", hint)
             return None
-        value = self._cons.construct_yaml_int(node)
+        digits = node.value.lstrip("+-0").replace("_", "")
+        value = self._cons.construct_yaml_int(node) if len(digits) <= 30 else None
+        if value is None or value > maximum:
+            shown = node.value if len(node.value) <= 30 else f"a {len(node.value)}-digit number"
+            self.err(node, f"{what} must be <= {maximum}, got {shown}", hint)
+            return None
         if minimum is not None and value < minimum:
-            self.err(node, f"{what} must be >= {minimum}, got {value}")
+            self.err(node, f"{what} must be >= {minimum}, got {value}", hint)
             return None
         return value
 
-    def number(self, node: yaml.Node, what: str) -> float | None:
+    def number(
+        self,
+        node: yaml.Node,
+        what: str,
+        *,
+        minimum: float | None = None,
+        above: float | None = None,
+        hint: str | None = None,
+    ) -> float | None:
         if not isinstance(node, yaml.ScalarNode) or node.tag not in (_INT, _FLOAT):
-            self.err(node, f"{what} must be a number, got {self._kind(node)}")
+            self.err(node, f"{what} must be a number, got {self._kind(node)}", hint)
             return None
-        if node.tag == _INT:
-            return float(self._cons.construct_yaml_int(node))
-        return self._cons.construct_yaml_float(node)
+        try:
+            value = float(node.value.replace("_", ""))
+        except ValueError:
+            value = self._cons.construct_yaml_float(node)
+        if not math.isfinite(value):
+            self.err(node, f"{what} must be a finite number, got {node.value}", hint)
+            return None
+        if minimum is not None and value < minimum:
+            self.err(node, f"{what} must be >= {minimum:g}, got {value:g}", hint)
+            return None
+        if above is not None and value <= above:
+            self.err(node, f"{what} must be > {above:g}, got {value:g}", hint)
+            return None
+        return value
 
-    def hostlist(self, node: yaml.Node, what: str) -> list[str] | None:
+    def slurm_value(self, node: yaml.Node, what: str, also: str = "") -> str | None:
+        """A string that is exported into a Slurm config file as one value."""
+        value = self.text(node, what)
+        if value is None:
+            return None
+        why = slurm_value_problem(value, also)
+        if why:
+            self.err(
+                node,
+                f"{what} {short_repr(value)} {why}",
+                "it is written into Slurm's config as one word: letters, digits, '-', '_', '.'",
+            )
+            return None
+        return value
+
+    def hostlist(self, node: yaml.Node, what: str, site_hosts: bool = True) -> list[str] | None:
+        """Expand a hostlist; ``site_hosts`` ones count against the site's bound of hosts."""
         expr = self.text(node, what)
         if expr is None:
             return None
         try:
+            n = hostlist_size(expr.strip())
+            if (self.hosts_total if site_hosts else 0) + n > MAX_SITE_NODES:
+                self.err(
+                    node,
+                    f"{what}: {n} hosts ({self.hosts_total + n} in the site so far);"
+                    f" a site may have at most {MAX_SITE_NODES}",
+                    "check the ranges for a typo (an extra digit)",
+                )
+                self.fatal = True
+                return None
+            if site_hosts:
+                self.hosts_total += n
             return expand(expr.strip())
         except HostlistError as exc:
             self.err(
                 node,
-                f"bad hostlist {expr!r} in {what}: {exc}",
+                f"bad hostlist {short_repr(expr)} in {what}: {exc}",
                 "Slurm hostlist syntax, e.g. gb[001-018] or n[0-3],n7",
             )
             return None
@@ -369,6 +640,7 @@ class _Builder:
         env = self._env_profiles(top["env_profiles"][1]) if "env_profiles" in top else {}
         bench = self._bench(top["bench"][1]) if "bench" in top else BenchSettings()
         paths = self._paths(top["paths"][1]) if "paths" in top else PathSettings()
+        doctor = self._doctor(top["doctor"][1]) if "doctor" in top else DoctorSettings()
         imex = (
             self.boolean(top["imex_channels"][1], "imex_channels")
             if "imex_channels" in top
@@ -386,6 +658,7 @@ class _Builder:
             env_profiles=env,
             bench=bench,
             paths=paths,
+            doctor=doctor,
             imex_channels=bool(imex),
             restarts=restarts,
             source=self.file,
@@ -408,16 +681,9 @@ class _Builder:
         kw: dict[str, Any] = {}
         for key in ("partition", "spine_switch", "gres_name"):
             if key in m:
-                value = self.text(m[key][1], f"slurm.{key}")
+                value = self.slurm_value(m[key][1], f"slurm.{key}", ",:")
                 if value is not None:
-                    if any(c in value for c in " ,=#\t"):
-                        self.err(
-                            m[key][1],
-                            f"slurm.{key} {value!r} has a space, ',', '=' or '#'",
-                            "Slurm names are single words",
-                        )
-                    else:
-                        kw[key] = value
+                    kw[key] = value
         for key in m:
             self.src.slurm[key] = self.loc(m[key][1])
         if "strategy" in m:
@@ -436,6 +702,16 @@ class _Builder:
                 kw["feature_format"] = fmt
         if "supernode_partitions" in m:
             parts = self.str_list(m["supernode_partitions"][1], "slurm.supernode_partitions")
+            for part in parts or ():
+                why = slurm_value_problem(part, ",:")
+                if why:
+                    self.err(
+                        m["supernode_partitions"][1],
+                        f"slurm.supernode_partitions item {short_repr(part)} {why}",
+                        "partition names are single words",
+                    )
+                    parts = None
+                    break
             if parts is not None:
                 kw["supernode_partitions"] = parts
         if "node_options" in m:
@@ -449,10 +725,14 @@ class _Builder:
                         "snrun writes it from node_defaults / super nodes / --node-port-base",
                     )
                     continue
-                if not key.isalnum():
-                    self.err(knode, f"bad NodeName attribute {key!r}", "e.g. NodeAddr, Weight")
+                if not (key.isascii() and key.isalnum()):
+                    self.err(
+                        knode,
+                        f"bad NodeName attribute {short_repr(key)}",
+                        "e.g. NodeAddr, Weight",
+                    )
                     continue
-                value = self.text(vnode, f"slurm.node_options.{key}")
+                value = self.slurm_value(vnode, f"slurm.node_options.{key}")
                 if value is not None:
                     pairs.append((key, value))
             kw["node_options"] = tuple(pairs)
@@ -486,10 +766,16 @@ class _Builder:
                 continue
             label = f"{what}.{key}"
             value: Any = None
-            if key in ("devices", "cpus", "memory_mb"):
-                value = self.integer(vnode, label, 1)
-            elif key in ("gres_type", "gres_file"):
-                value = self.text(vnode, label)
+            if key == "devices":
+                value = self.integer(vnode, label, 1, MAX_DEVICES_PER_NODE, "GPUs/NPUs per node")
+            elif key == "cpus":
+                value = self.integer(vnode, label, 1, MAX_CPUS, "slurm.conf CPUs=")
+            elif key == "memory_mb":
+                value = self.integer(vnode, label, 1, MAX_MEMORY_MB, "slurm.conf RealMemory=, MB")
+            elif key == "gres_type":  # Gres=gpu:TYPE:N and gres.conf Type=
+                value = self.slurm_value(vnode, label, ",:")
+            elif key == "gres_file":  # gres.conf File=/dev/nvidia[0-7]
+                value = self.slurm_value(vnode, label)
             elif key == "device_groups":
                 value = self._device_groups(vnode, label)
             elif key == "nics":
@@ -505,11 +791,16 @@ class _Builder:
         if groups is None:
             return None
         out = []
+        if len(groups) > MAX_DEVICES_PER_NODE or any(
+            isinstance(g, yaml.SequenceNode) and len(g.value) > MAX_DEVICES_PER_NODE for g in groups
+        ):
+            self.err(node, f"{what} lists more than {MAX_DEVICES_PER_NODE} groups or devices")
+            return None
         for g in groups:
             items = self.seq(g, f"{what} item")
             if items is None:
                 return None
-            ids = [self.integer(i, f"{what} device id") for i in items]
+            ids = [self.integer(i, f"{what} device id", 0, MAX_DEVICES_PER_NODE) for i in items]
             if None in ids:
                 return None
             out.append(tuple(ids))
@@ -528,6 +819,12 @@ class _Builder:
             else None
         )
         hcas = self.str_list(m["hcas"][1], f"{what}.hcas") if "hcas" in m else ()
+        if hcas and len(set(hcas)) != len(hcas):
+            dup = next(h for h in hcas if hcas.count(h) > 1)
+            self.err(m["hcas"][1], f"{what}.hcas lists {dup!r} twice", "list each HCA once")
+        if hcas and len(hcas) > MAX_DEVICES_PER_NODE:
+            self.err(m["hcas"][1], f"{what}.hcas lists more than {MAX_DEVICES_PER_NODE} HCAs")
+            hcas = ()
         return NicSpec(socket_ifname=ifname, hcas=hcas or ())
 
     # -- super nodes -------------------------------------------------------------------
@@ -558,7 +855,7 @@ class _Builder:
                     continue
                 nodes_node = next((v for kn, v in onode.value if kn.value == "nodes"), None)
                 hosts = (
-                    self.hostlist(nodes_node, f"node_overrides[{k}].nodes")
+                    self.hostlist(nodes_node, f"node_overrides[{k}].nodes", site_hosts=False)
                     if (nodes_node is not None)
                     else None
                 )
@@ -572,6 +869,7 @@ class _Builder:
         spec_cache: dict[tuple, NodeSpec] = {}
         out: list[SuperNode] = []
         gnode = 0
+        devices_total = 0
         sn_layer_key = -1
         for i, r in enumerate(raw):
             nodes: list[Node] = []
@@ -588,6 +886,16 @@ class _Builder:
                     layers = [defaults, r["layer"], *(overrides[k] for k in over)]
                     spec = self._merge_spec(layers, r["name_loc"], name)
                     spec_cache[key] = spec
+                devices_total += spec.devices
+                if devices_total > MAX_SITE_DEVICES:
+                    self.err(
+                        r["name_loc"],
+                        f"the site has more than {MAX_SITE_DEVICES} devices by super node"
+                        f" {name!r} ({gnode + 1} nodes so far)",
+                        "check devices per node and the hostlists for a typo",
+                    )
+                    self.fatal = True
+                    return None
                 dev_ips: tuple[str, ...] | None = None
                 host_ip: tuple[str, ...] | None = None
                 if with_ips:
@@ -641,7 +949,9 @@ class _Builder:
         }
         what = f"supernodes[{i}]"
         m = self.mapping(item, what, SN_KEYS, ("name",))
-        if m is None:
+        if m is None:  # reported: no follow-up problems about its name or nodes
+            self.src.sn_broken.add(i)
+            self.src.sn_unnamed.add(i)
             return r
         if "name" in m:
             name = self.text(m["name"][1], f"{what}.name")
@@ -656,6 +966,7 @@ class _Builder:
         self.src.sn_name[i] = r["name_loc"]
         if "nodes" in m and "racks" in m:
             self.err(m["racks"][0], f"{what} has both nodes and racks", "use one of them")
+            self.src.sn_broken.add(i)
         elif "nodes" in m:
             vnode = m["nodes"][1]
             self.src.sn_nodes[i] = self.loc(vnode)
@@ -666,7 +977,10 @@ class _Builder:
             r["hosts"] = [(h, None, None, loc) for h in hosts or ()]
         elif "racks" in m:
             self.src.sn_nodes[i] = self.loc(m["racks"][1])
-            for k, rack in enumerate(self.seq(m["racks"][1], f"{what} racks") or []):
+            racks = self.seq(m["racks"][1], f"{what} racks")
+            if racks is None:
+                self.src.sn_broken.add(i)
+            for k, rack in enumerate(racks or []):
                 rm = self.mapping(rack, f"{what} racks[{k}]", ("name", "nodes"), ("name", "nodes"))
                 if not rm or "name" not in rm or "nodes" not in rm:
                     self.src.sn_broken.add(i)
@@ -678,13 +992,16 @@ class _Builder:
                 loc = self.loc(rm["nodes"][1])
                 r["hosts"] += [(h, rname, s, loc) for s, h in enumerate(hosts or ())]
         else:
-            self.err(
-                item,
-                f"{what} is missing required key 'nodes' (or 'racks')",
-                "e.g. nodes: gb[001-018]",
-            )
+            if not {(id(item), "nodes"), (id(item), "racks")} & self.suggested:
+                self.err(
+                    item,
+                    f"{what} is missing required key 'nodes' (or 'racks')",
+                    "e.g. nodes: gb[001-018]",
+                )
+            self.src.sn_broken.add(i)
         if "super_pod_id" in m:
             r["pod"] = self.integer(m["super_pod_id"][1], f"{what}.super_pod_id", 0)
+            self.src.sn_pod[i] = self.loc(m["super_pod_id"][1])
         if "spares" in m:
             spares = self.integer(m["spares"][1], f"{what}.spares", 0)
             if spares is not None and r["hosts"] and spares >= len(r["hosts"]):
@@ -751,6 +1068,15 @@ class _Builder:
                     "device groups must split 0..devices-1 into disjoint islands,"
                     " e.g. [[0,1,2,3],[4,5,6,7]]",
                 )
+        nics = merged.get("nics")
+        hcas = nics.value.hcas if nics is not None else ()
+        if hcas and devices % len(hcas) and len(hcas) % devices:
+            self.err(
+                nics.loc,
+                f"{len(hcas)} HCAs match no device layout of {devices} devices per node",
+                "list one HCA per device, one per group of devices (a divisor of the devices),"
+                " or several per device (a multiple)",
+            )
         kw = {k: v.value for k, v in merged.items() if k not in ("devices", "device_groups")}
         return NodeSpec(devices=devices, device_groups=groups, **kw)
 
@@ -804,23 +1130,39 @@ class _Builder:
                 "links: {node: {...}, supernode: {...}, inter: {...}}",
             )
             return {}
-        m = self.mapping(item[1], "links", LINK_LEVELS, LINK_LEVELS)
+        m = self.mapping(item[1], "links", (*LINK_LEVELS, CROSS_ISLAND), LINK_LEVELS)
         out: dict[str, LinkLevel] = {}
         for level, (_, vnode) in (m or {}).items():
-            lm = self.mapping(vnode, f"links.{level}", LINK_KEYS, ("bandwidth_gbps", "latency_us"))
+            lm = self.mapping(vnode, f"links.{level}", LINK_KEYS + tuple(OLD_LINK_KEYS))
             if lm is None:
                 continue
+            for old, key in OLD_LINK_KEYS.items():
+                if old in lm:
+                    self.err(
+                        lm.pop(old)[0],
+                        f"links.{level}.{old} is the old name: the value is in GB/s "
+                        f"(gigabytes per second), rename the key to {key}",
+                    )
+                elif key not in lm:
+                    self.err(vnode, f"links.{level} is missing required key {key!r}")
+            if "latency_us" not in lm:
+                self.err(vnode, f"links.{level} is missing required key 'latency_us'")
             vals: dict[str, Any] = {}
-            for key in ("bandwidth_gbps", "latency_us"):
+            # Ranges are checked here, key by key: a missing key must not hide a bad value.
+            limits = {
+                "bandwidth_GBps": {"above": 0.0, "hint": "GB/s per device, one direction"},
+                "latency_us": {"minimum": 0.0, "hint": "microseconds"},
+            }
+            for key in ("bandwidth_GBps", "latency_us"):
                 if key in lm:
                     self.src.links[(level, key)] = self.loc(lm[key][1])
-                    vals[key] = self.number(lm[key][1], f"links.{level}.{key}")
+                    vals[key] = self.number(lm[key][1], f"links.{level}.{key}", **limits[key])
             kind = self.text(lm["kind"][1], f"links.{level}.kind") if "kind" in lm else ""
-            if vals.get("bandwidth_gbps") is not None and vals.get("latency_us") is not None:
+            if vals.get("bandwidth_GBps") is not None and vals.get("latency_us") is not None:
                 out[level] = LinkLevel(
-                    level, vals["bandwidth_gbps"], vals["latency_us"], kind or ""
+                    level, vals["bandwidth_GBps"], vals["latency_us"], kind or ""
                 )
-        return {lvl: out[lvl] for lvl in LINK_LEVELS if lvl in out}
+        return {lvl: out[lvl] for lvl in (*LINK_LEVELS, CROSS_ISLAND) if lvl in out}
 
     def _env_profiles(self, node: yaml.Node) -> dict[str, EnvProfile]:
         out: dict[str, EnvProfile] = {}
@@ -846,7 +1188,7 @@ class _Builder:
         m = self.mapping(node, "bench", BENCH_KEYS) or {}
         kw: dict[str, Any] = {}
         if "regression_pct" in m:
-            v = self.number(m["regression_pct"][1], "bench.regression_pct")
+            v = self.number(m["regression_pct"][1], "bench.regression_pct", hint="percent")
             if v is not None and not 0 < v < 100:
                 self.err(
                     m["regression_pct"][1], f"bench.regression_pct must be in (0, 100), got {v:g}"
@@ -854,12 +1196,15 @@ class _Builder:
             elif v is not None:
                 kw["regression_pct"] = v
         if "baseline_runs" in m:
-            v = self.integer(m["baseline_runs"][1], "bench.baseline_runs", 1)
+            v = self.integer(m["baseline_runs"][1], "bench.baseline_runs", 1, 10_000)
             if v is not None:
                 kw["baseline_runs"] = v
         if "sizes" in m:
             items = self.seq(m["sizes"][1], "bench.sizes") or []
-            sizes = [self.integer(s, "bench.sizes item", 1) for s in items]
+            if len(items) > 1000:
+                self.err(m["sizes"][1], "bench.sizes lists more than 1000 sizes")
+                items = []
+            sizes = [self.integer(s, "bench.sizes item", 1, 1 << 40, "bytes") for s in items]
             if None not in sizes:
                 kw["sizes"] = tuple(sizes)
         if "min_busbw_gbps" in m:
@@ -868,10 +1213,8 @@ class _Builder:
             for scope, (_k, vnode) in (
                 self.mapping(m["min_busbw_gbps"][1], "bench.min_busbw_gbps", scopes) or {}
             ).items():
-                v = self.number(vnode, f"bench.min_busbw_gbps.{scope}")
-                if v is not None and v <= 0:
-                    self.err(vnode, f"bench.min_busbw_gbps.{scope} must be > 0, got {v:g}")
-                elif v is not None:
+                v = self.number(vnode, f"bench.min_busbw_gbps.{scope}", above=0.0, hint="GB/s")
+                if v is not None:
                     floors.append((scope, v))
             kw["min_busbw_gbps"] = tuple(floors)
         return BenchSettings(**kw)
@@ -880,10 +1223,43 @@ class _Builder:
         m = self.mapping(node, "restarts", RESTART_CAUSES) or {}
         out = []
         for cause, (_, vnode) in m.items():
-            v = self.integer(vnode, f"restarts.{cause}", 0)
+            v = self.integer(vnode, f"restarts.{cause}", 0, 100_000, "restarts per job chain")
             if v is not None:
                 out.append((cause, v))
         return tuple(out)
+
+    def _doctor(self, node: yaml.Node) -> DoctorSettings:
+        """``doctor:``: fractions in (0, 1], percentages in (0, 100), floors >= 0."""
+        m = self.mapping(node, "doctor", DOCTOR_KEYS) or {}
+        kw: dict[str, Any] = {}
+        for key in DOCTOR_NUMBERS:
+            if key not in m:
+                continue
+            vnode = m[key][1]
+            v = self.number(vnode, f"doctor.{key}")
+            if v is None:
+                continue
+            if key.startswith("bandwidth_") and not 0 < v <= 1:
+                self.err(vnode, f"doctor.{key} must be a fraction in (0, 1], got {v:g}")
+            elif key == "slow_pct" and not 0 < v < 100:
+                self.err(vnode, f"doctor.slow_pct must be in (0, 100), got {v:g}")
+            elif v < 0:
+                self.err(vnode, f"doctor.{key} must be >= 0, got {v:g}")
+            else:
+                kw[key] = v
+        for key in ("size", "storage_mb"):
+            if key in m:
+                v = self.integer(m[key][1], f"doctor.{key}", 1)
+                if v is not None:
+                    kw[key] = v
+        if "checkpoint_dir" in m:
+            v = self.text(m["checkpoint_dir"][1], "doctor.checkpoint_dir")
+            if v is not None:
+                kw["checkpoint_dir"] = v
+        warn, fail = kw.get("bandwidth_warn", 0.6), kw.get("bandwidth_fail", 0.4)
+        if fail > warn:
+            self.err(node, f"doctor.bandwidth_fail ({fail:g}) is above bandwidth_warn ({warn:g})")
+        return DoctorSettings(**kw)
 
     def _paths(self, node: yaml.Node) -> PathSettings:
         m = self.mapping(node, "paths", PATH_KEYS) or {}

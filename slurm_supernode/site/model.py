@@ -13,6 +13,9 @@ VENDORS = ("nvidia", "ascend")
 STRATEGIES = ("auto", "block", "features", "switches")
 # Link levels, innermost first: inside one node, inside one super node, between super nodes.
 LINK_LEVELS = ("node", "supernode", "inter")
+# Optional level: between device islands of one node (e.g. two HCCS or NVLink islands joined
+# by PCIe). The planner prices groups that cross an island with it; absent, with `supernode`.
+CROSS_ISLAND = "cross_island"
 # Failure classes with a restart budget (site `restarts:`; snrun --max-restarts sets the first four)
 RESTART_CAUSES = ("app_error", "hang", "node_failure", "health", "time_limit", "preemption")
 
@@ -22,7 +25,7 @@ class LinkLevel:
     """Bandwidth per device (GB/s, one direction) and latency of one level of the hierarchy."""
 
     name: str
-    bandwidth_gbps: float
+    bandwidth_GBps: float
     latency_us: float
     kind: str = ""  # free text: "nvlink", "hccs", "infiniband", "roce", ...
 
@@ -140,6 +143,22 @@ class BenchSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class DoctorSettings:
+    """What ``snrun doctor`` expects of this site (its verdict thresholds)."""
+
+    bandwidth_warn: float = 0.6  # busbw / link bandwidth below this: warn
+    bandwidth_fail: float = 0.4  # below this: fail (one field report measured 40% of spec)
+    slow_pct: float = 20.0  # a node, pair or super node this % below its peers' median: slow
+    size: int = 256 << 20  # largest all-reduce message on devices (bytes)
+    min_tflops: float = 0.0  # per-device matmul floor (0: compare devices with each other)
+    checkpoint_dir: str = ""  # also tested for storage ("" : only the job directory)
+    storage_mb: int = 256  # written and read back per node and directory
+    min_write_mbps: float = 0.0  # MB/s (10^6 bytes); 0: no floor
+    min_read_mbps: float = 0.0
+    min_free_gb: float = 0.0  # GB (10^9 bytes); 0: no floor
+
+
+@dataclass(frozen=True, slots=True)
 class PathSettings:
     """Where job state and benchmark results live (``~`` and ``$VARS`` expanded at use)."""
 
@@ -160,6 +179,7 @@ class Site:
     env_profiles: dict[str, EnvProfile] = field(default_factory=dict)
     bench: BenchSettings = BenchSettings()
     paths: PathSettings = PathSettings()
+    doctor: DoctorSettings = DoctorSettings()
     # Multi-node NVLink (NVL72): nodes need IMEX channel devices (/dev/nvidia-caps-imex-channels)
     imex_channels: bool = False
     restarts: tuple[tuple[str, int], ...] = ()  # (cause, budget): the site's defaults

@@ -10,7 +10,7 @@ import sys
 from itertools import groupby
 from typing import TextIO
 
-from slurm_supernode.site.hostlist import fold, fold_ordered
+from slurm_supernode.hostlist import fold, fold_ordered
 from slurm_supernode.site.model import NodeSpec, Site, SuperNode
 
 
@@ -101,7 +101,7 @@ def render_text(site: Site) -> str:
     out.append("links (per device, one direction)")
     out.append(f"  {'level':<10} {'GB/s':>8} {'latency us':>11}  kind")
     for level, link in site.links.items():
-        out.append(f"  {level:<10} {link.bandwidth_gbps:>8g} {link.latency_us:>11g}  {link.kind}")
+        out.append(f"  {level:<10} {link.bandwidth_GBps:>8g} {link.latency_us:>11g}  {link.kind}")
     if site.env_profiles:
         out.append("env profiles")
         for name, prof in site.env_profiles.items():
@@ -155,7 +155,7 @@ def print_site(site: Site, stream: TextIO | None = None) -> None:
     for col in ("level", "GB/s", "latency us", "kind"):
         links.add_column(col)
     for level, link in site.links.items():
-        links.add_row(level, f"{link.bandwidth_gbps:g}", f"{link.latency_us:g}", escape(link.kind))
+        links.add_row(level, f"{link.bandwidth_GBps:g}", f"{link.latency_us:g}", escape(link.kind))
     console.print(links)
     for name, prof in site.env_profiles.items():
         line = f"env {name}: " + " ".join(f"{k}={v}" for k, v in prof.vars)

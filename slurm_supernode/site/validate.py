@@ -22,6 +22,9 @@ MAX_SWITCH_NAME = 64
 MAX_BLOCK_LEVEL = 15
 # Characters Slurm's --constraint syntax gives meaning to; a feature name must avoid them.
 _FEATURE_SPECIALS = set("&|[]*,:()!{}<>=\"' \t")
+# Characters that end or split a value in slurm.conf / gres.conf / topology.conf lines
+# (``Key=value Key=value``, ``#`` starts a comment, quotes and ``\`` are Slurm's quoting).
+_SLURM_SPECIALS = set(" \t=#\"'\\")
 
 Loc = tuple[int, int]  # 1-based (line, col)
 
@@ -35,6 +38,7 @@ class SourceMap:
     sn_name: dict[int, Loc] = field(default_factory=dict)  # super node ordinal -> name
     sn_nodes: dict[int, Loc] = field(default_factory=dict)  # ordinal -> nodes:/racks: value
     sn_feature: dict[int, Loc] = field(default_factory=dict)
+    sn_pod: dict[int, Loc] = field(default_factory=dict)  # ordinal -> super_pod_id value
     # per super node ordinal: the Loc of the hostlist each node came from (parallel to nodes)
     node_src: dict[int, list[Loc]] = field(default_factory=dict)
     device_ip_src: dict[str, Loc] = field(default_factory=dict)  # hostname -> pattern/list
@@ -48,7 +52,7 @@ class SourceMap:
 
 def _p(src: SourceMap, loc: Loc | None, message: str, hint: str | None = None) -> Problem:
     line, col = loc or src.root
-    return Problem(src.file, line, col, message, hint)
+    return Problem(src.file, line, col, message, hint or "see docs/site-config.md")
 
 
 def check_device_groups(devices: int, groups: tuple[tuple[int, ...], ...]) -> list[str]:
@@ -69,16 +73,34 @@ def check_device_groups(devices: int, groups: tuple[tuple[int, ...], ...]) -> li
             else:
                 seen[d] = gi
     missing = [d for d in range(devices) if d not in seen]
-    if missing:
+    if missing and not problems:  # after an out-of-range id or an overlap, that is the typo
         shown = ",".join(map(str, missing[:8])) + (",..." if len(missing) > 8 else "")
         problems.append(f"device groups do not cover device(s) {shown} of 0-{devices - 1}")
     return problems
+
+
+def slurm_value_problem(value: str, also: str = "") -> str | None:
+    """Why ``value`` cannot be written as one value of a Slurm config line, or None.
+
+    Every value snrun exports (names, hosts, files, node options) goes through this: a newline,
+    a space, ``=`` or ``#`` would end the value and start another attribute, line or comment.
+    ``also`` adds characters the particular place gives a meaning to (',' in lists, ':' in Gres=).
+    """
+    if not value:
+        return "is empty"
+    for i, ch in enumerate(value):
+        if not (ch.isascii() and ch.isprintable()) or ch in _SLURM_SPECIALS or ch in also:
+            return f"contains {ch!r} at position {i + 1}, which a Slurm config value cannot hold"
+    return None
 
 
 def feature_name_problem(feature: str) -> str | None:
     """Why a Slurm node feature name is unusable in --constraint, or None."""
     if not feature:
         return "empty feature name"
+    why = slurm_value_problem(feature)
+    if why:
+        return f"feature name {feature!r} {why}"
     bad = sorted(set(feature) & _FEATURE_SPECIALS)
     if bad:
         return f"feature name {feature!r} contains {bad[0]!r}, which --constraint treats as syntax"
@@ -111,8 +133,8 @@ def validate_site(site: Site, src: SourceMap) -> list[Problem]:
     problems += _check_hosts(site, src)
     problems += _check_names(site, src)
     problems += _check_strategy(site, src)
-    problems += _check_links(site, src)
     problems += _check_ips(site, src)
+    problems += _check_ascend(site, src)
     return problems
 
 
@@ -164,7 +186,7 @@ def _check_names(site: Site, src: SourceMap) -> list[Problem]:
     out: list[Problem] = []
     names: dict[str, int] = {}
     features: dict[str, str] = {}
-    pods: dict[int, str] = {}
+    bad_feature_at: set[Loc | None] = set()  # one report per feature_format, not per super node
     for i, sn in enumerate(site.supernodes):
         if sn.name in names:
             out.append(
@@ -178,9 +200,24 @@ def _check_names(site: Site, src: SourceMap) -> list[Problem]:
         names.setdefault(sn.name, i)
         if i in src.sn_unnamed:
             continue
+        bad_name = slurm_value_problem(sn.name, ",")
+        if bad_name:
+            out.append(
+                _p(
+                    src,
+                    src.sn_name.get(i),
+                    f"super node name {sn.name!r} {bad_name}",
+                    "it becomes SwitchName=/BlockName= in topology.conf: letters, digits,"
+                    " '-', '_', '.'",
+                )
+            )
+            continue
         loc = src.sn_feature.get(i) or src.slurm.get("feature_format") or src.sn_name.get(i)
         why = feature_name_problem(sn.feature)
-        if why:
+        if why and loc in bad_feature_at:
+            pass
+        elif why:
+            bad_feature_at.add(loc)
             out.append(
                 _p(src, loc, why, "use letters, digits, '_', '-' or '.' (slurm.feature_format)")
             )
@@ -195,27 +232,60 @@ def _check_names(site: Site, src: SourceMap) -> list[Problem]:
                 )
             )
         features.setdefault(sn.feature, sn.name)
-        if sn.super_pod_id is not None:
-            if site.vendor != "ascend":
+        if sn.super_pod_id is not None and site.vendor != "ascend":
+            out.append(
+                _p(
+                    src,
+                    src.sn_pod.get(i) or src.sn_name.get(i),
+                    "super_pod_id is only used with vendor: ascend",
+                    "remove it or set vendor: ascend",
+                )
+            )
+    return out
+
+
+def _check_ascend(site: Site, src: SourceMap) -> list[Problem]:
+    """What HCCL's rank table parser would refuse and the site alone decides: SuperPoD ids
+    (explicit ones and the file-position default of the others) unique, server ids (host IP,
+    else hostname) at most 64 characters."""
+    if site.vendor != "ascend":
+        return []
+    out: list[Problem] = []
+    explicit = any(sn.super_pod_id is not None for sn in site.supernodes)
+    owner: dict[int, tuple[str, bool]] = {}  # pod id -> (super node, explicit?)
+    for i, sn in enumerate(site.supernodes):
+        pod = sn.super_pod_id if sn.super_pod_id is not None else i
+        given = sn.super_pod_id is not None
+        first = owner.get(pod)
+        if first is not None and explicit:
+            name, first_given = first
+            how = "" if first_given and given else " (a super node without super_pod_id gets"
+            how += "" if first_given and given else " its position in the file, 0-based)"
+            out.append(
+                _p(
+                    src,
+                    src.sn_pod.get(i) or src.sn_name.get(i),
+                    f"super_pod_id {pod} of {sn.name!r} is also the id of {name!r}{how}:"
+                    " HCCL would merge two SuperPoDs",
+                    "give every super node a distinct super_pod_id (or none at all)",
+                )
+            )
+        owner.setdefault(pod, (sn.name, given))
+    for i, sn in enumerate(site.supernodes):
+        locs = src.node_src.get(i, [])
+        for j, node in enumerate(sn.nodes):
+            server_id = node.host_ip or node.hostname
+            if len(server_id) > 64:
+                loc = src.host_ip_src.get(node.hostname) if node.host_ip else None
                 out.append(
                     _p(
                         src,
-                        src.sn_name.get(i),
-                        "super_pod_id is only used with vendor: ascend",
-                        "remove it or set vendor: ascend",
+                        loc or (locs[j] if j < len(locs) else src.sn_nodes.get(i)),
+                        f"{node.hostname}: rank table server_id {server_id[:20]}... is"
+                        f" {len(server_id)} characters; HCCL allows 64",
+                        "set a host_ip for it, or use a shorter hostname",
                     )
                 )
-            elif sn.super_pod_id in pods:
-                out.append(
-                    _p(
-                        src,
-                        src.sn_name.get(i),
-                        f"super_pod_id {sn.super_pod_id} is used by {pods[sn.super_pod_id]!r}"
-                        f" and {sn.name!r}",
-                        "super pod ids must be unique",
-                    )
-                )
-            pods.setdefault(sn.super_pod_id, sn.name)
     return out
 
 
@@ -259,30 +329,6 @@ def _check_strategy(site: Site, src: SourceMap) -> list[Problem]:
                         "rename it or set slurm.spine_switch",
                     )
                 )
-    return out
-
-
-def _check_links(site: Site, src: SourceMap) -> list[Problem]:
-    out: list[Problem] = []
-    for level, link in site.links.items():
-        if link.bandwidth_gbps <= 0:
-            out.append(
-                _p(
-                    src,
-                    src.links.get((level, "bandwidth_gbps")),
-                    f"links.{level}.bandwidth_gbps must be > 0, got {link.bandwidth_gbps:g}",
-                    "GB/s per device, one direction",
-                )
-            )
-        if link.latency_us < 0:
-            out.append(
-                _p(
-                    src,
-                    src.links.get((level, "latency_us")),
-                    f"links.{level}.latency_us must be >= 0, got {link.latency_us:g}",
-                    "microseconds",
-                )
-            )
     return out
 
 

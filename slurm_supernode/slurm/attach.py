@@ -11,7 +11,7 @@ import subprocess
 from collections.abc import Sequence
 
 from slurm_supernode.errors import SlurmError
-from slurm_supernode.site.hostlist import fold
+from slurm_supernode.hostlist import fold
 
 
 def attach_argv(

@@ -11,25 +11,44 @@ import os
 import subprocess
 from collections.abc import Mapping, Sequence
 
-from slurm_supernode.errors import SlurmError
+from slurm_supernode.errors import SlurmError, SlurmErrorKind
 
 # Package that provides each client command on Debian/Ubuntu (for the "not installed" hint).
 _CLIENT_PACKAGE = "slurm-client"
 
-# stderr fragments meaning "the controller is not reachable", not "your request is wrong".
-_CONTROLLER_DOWN = (
-    "Unable to contact slurm controller",
-    "Connection refused",
-    "Socket timed out on send/recv operation",
-    "Zero Bytes were transmitted or received",
+# The one place that reads Slurm's message text: fragments of its stderr (compared without
+# case) and the kind of failure each means. First match wins.
+_STDERR_KINDS: tuple[tuple[str, SlurmErrorKind], ...] = (
+    ("unable to contact slurm controller", SlurmErrorKind.UNREACHABLE),
+    ("connection refused", SlurmErrorKind.UNREACHABLE),
+    ("zero bytes were transmitted or received", SlurmErrorKind.UNREACHABLE),
+    ("socket timed out on send/recv operation", SlurmErrorKind.TIMEOUT),
+    ("temporarily unavailable", SlurmErrorKind.BUSY),
+    ("temporarily unable to accept job", SlurmErrorKind.BUSY),
+    ("could not establish a configuration source", SlurmErrorKind.NO_CONFIG),
+    ("unable to process configuration file", SlurmErrorKind.NO_CONFIG),
+    ("already completing or completed", SlurmErrorKind.ENDED),
+    ("invalid job id", SlurmErrorKind.NOT_FOUND),
+    ("invalid node name", SlurmErrorKind.NOT_FOUND),
+    ("no jobs in the system", SlurmErrorKind.NOT_FOUND),
+    ("no crontab for", SlurmErrorKind.NOT_FOUND),
 )
+
+
+def stderr_kind(text: str) -> SlurmErrorKind:
+    """What a failed command's output means; REFUSED when nothing more specific matches."""
+    low = text.lower()
+    return next((kind for frag, kind in _STDERR_KINDS if frag in low), SlurmErrorKind.REFUSED)
+
+
+def failure_kind(proc: subprocess.CompletedProcess[str]) -> SlurmErrorKind:
+    """Kind of a completed command's failure (for ``check=False`` callers)."""
+    return stderr_kind((proc.stderr or "") + "\n" + (proc.stdout or ""))
+
+
 _CONTROLLER_HINT = (
     "is slurmctld running? check 'scontrol ping'; for the local test cluster run "
     "'make cluster-up' and export SLURM_CONF from $SNRUN_MC_DIR/env.sh"
-)
-_NO_CONFIG = (
-    "Could not establish a configuration source",
-    "Unable to process configuration file",
 )
 
 
@@ -68,6 +87,7 @@ def run_slurm(
         # Slurm clients would retry for 60 s before failing; fail at once instead.
         raise SlurmError(
             f"{name}: SLURM_CONF points to a missing file: {conf}",
+            kind=SlurmErrorKind.NO_CONFIG,
             hint="unset SLURM_CONF or boot the cluster it belongs to ('make cluster-up')",
         )
     try:
@@ -84,27 +104,35 @@ def run_slurm(
     except FileNotFoundError:
         raise SlurmError(
             f"{name} not found: Slurm is not installed",
+            kind=SlurmErrorKind.NOT_INSTALLED,
             hint=f"apt-get install {_CLIENT_PACKAGE}",
         ) from None
     except subprocess.TimeoutExpired:
         raise SlurmError(
-            f"{name} did not answer within {timeout:g} s", hint=_CONTROLLER_HINT
+            f"{name} did not answer within {timeout:g} s",
+            kind=SlurmErrorKind.TIMEOUT,
+            hint=_CONTROLLER_HINT,
         ) from None
     except OSError as exc:
-        raise SlurmError(f"{name} could not be run: {exc.strerror or exc}") from None
+        raise SlurmError(
+            f"{name} could not be run: {exc.strerror or exc}", kind=SlurmErrorKind.NOT_INSTALLED
+        ) from None
     if proc.returncode != 0:
         stderr = proc.stderr or ""
-        if any(s in stderr for s in _CONTROLLER_DOWN):
+        kind = failure_kind(proc)
+        if kind in (SlurmErrorKind.UNREACHABLE, SlurmErrorKind.TIMEOUT):
             raise SlurmError(
                 f"{name}: cannot reach the Slurm controller: {_one_line(stderr)}",
+                kind=kind,
                 hint=_CONTROLLER_HINT,
             )
-        if any(s in stderr for s in _NO_CONFIG):
+        if kind is SlurmErrorKind.NO_CONFIG:
             raise SlurmError(
                 f"{name}: no Slurm configuration found: {_one_line(stderr)}",
+                kind=kind,
                 hint="set SLURM_CONF to the cluster's slurm.conf",
             )
         if check:
             detail = _one_line(stderr) or _one_line(proc.stdout) or "no message"
-            raise SlurmError(f"{name} failed (exit {proc.returncode}): {detail}")
+            raise SlurmError(f"{name} failed (exit {proc.returncode}): {detail}", kind=kind)
     return proc

@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 import tempfile
 
-from slurm_supernode.errors import SlurmError
-from slurm_supernode.slurm.runner import run_slurm
+from slurm_supernode.errors import SlurmError, SlurmErrorKind
+from slurm_supernode.slurm.runner import failure_kind, run_slurm
 
 
 def read_scrontab() -> str:
@@ -19,7 +19,7 @@ def read_scrontab() -> str:
     proc = run_slurm(["scrontab", "-l"], timeout=30, check=False)
     if proc.returncode == 0:
         return proc.stdout
-    if "no crontab" in (proc.stderr + proc.stdout).lower():
+    if failure_kind(proc) is SlurmErrorKind.NOT_FOUND:  # "no crontab for USER"
         return ""
     raise SlurmError(f"scrontab -l failed: {proc.stderr.strip() or proc.stdout.strip()}")
 

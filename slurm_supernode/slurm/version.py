@@ -1,7 +1,11 @@
 """Which Slurm is this, and which super-node features can we use on it?
 
 Debian 12 ships Slurm 22.05 (topology/tree only), Debian 13 ships 24.11 (topology/block,
-`--segment`). Callers detect once and keep the result: nothing is cached here.
+`--segment`), forky 26.05 (topology.yaml). Everything is read from the running cluster, never
+assumed from a version string alone: `scontrol show config` says which topology plugin is
+loaded, but with topology.yaml (25.05+) it says `topology/flat` even when blocks are configured,
+so blocks are also looked for in `scontrol show topology`; scrontab needs both the client and
+`ScronParameters=enable`. Callers detect once and keep the result: nothing is cached here.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ import shutil
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from slurm_supernode.errors import SlurmError
+from slurm_supernode.errors import SlurmError, SlurmErrorKind
 from slurm_supernode.slurm.parse import parse_config
 from slurm_supernode.slurm.runner import run_slurm
 
@@ -33,7 +37,9 @@ def parse_version(text: str) -> SlurmVersion:
     """`slurm 22.05.8`, `slurm-wlm 24.11.1`, `slurm 23.02.0-0rc1` -> SlurmVersion."""
     m = _VERSION.search(text)
     if not m:
-        raise SlurmError(f"cannot read a Slurm version from {text.strip()!r}")
+        raise SlurmError(
+            f"cannot read a Slurm version from {text.strip()!r}", kind=SlurmErrorKind.BAD_OUTPUT
+        )
     return SlurmVersion(int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))
 
 
@@ -42,14 +48,25 @@ def slurm_version() -> SlurmVersion:
     return parse_version(run_slurm(["sinfo", "--version"], timeout=15).stdout)
 
 
+def installed_version() -> SlurmVersion:
+    """The local Slurm's version without a cluster: `sinfo --version` where a configuration is
+    found, else the controller binary's `slurmctld -V` (admins export on the controller)."""
+    try:
+        return slurm_version()
+    except SlurmError:
+        return parse_version(run_slurm(["slurmctld", "-V"], timeout=15).stdout)
+
+
 @dataclass(frozen=True)
 class SlurmFeatures:
     """What this cluster's Slurm can do for super nodes.
 
-    `has_block`: topology/block is configured (super nodes are blocks, `--segment` applies);
+    `has_block`: blocks are configured (topology/block in slurm.conf, or a block topology in
+    topology.yaml: super nodes are blocks, `--segment` applies);
     `supports_block_plugin`: the version has topology/block (>= 23.11);
     `supports_segment`: `--segment` exists (>= 24.05); `has_scrontab`: a scrontab client is
-    installed (Debian 12 has none).
+    installed (Debian 12 has none) AND slurmctld has `ScronParameters=enable` (off by default:
+    `scrontab is disabled on this cluster`); `scrontab_why_not`: why not, in words.
     """
 
     version: SlurmVersion
@@ -59,27 +76,70 @@ class SlurmFeatures:
     supports_block_plugin: bool
     supports_segment: bool
     has_scrontab: bool
+    scrontab_why_not: str | None = None
 
 
-def features_from(version: SlurmVersion, config: dict[str, str]) -> SlurmFeatures:
-    """Pure part of `detect_features`: decide from a version and `scontrol show config`."""
+def scron_enabled(config: dict[str, str]) -> bool:
+    """`ScronParameters=enable[,...]` in `scontrol show config` (absent or `(null)`: off)."""
+    value = config.get("ScronParameters") or ""
+    return "enable" in [w.strip().lower() for w in value.split(",")]
+
+
+def topology_lists_blocks(text: str) -> bool:
+    """Does `scontrol show topology` output describe blocks (`BlockName=...`)?"""
+    return any(line.strip().startswith("BlockName=") for line in text.splitlines())
+
+
+def features_from(
+    version: SlurmVersion,
+    config: dict[str, str],
+    *,
+    topology_text: str | None = None,
+    scrontab_client: bool | None = None,
+) -> SlurmFeatures:
+    """Pure part of `detect_features`: decide from a version, `scontrol show config`, and (when
+    read) `scontrol show topology`; `scrontab_client`: is the client installed (None: look)."""
     topo = config.get("TopologyPlugin") or None
     if topo in ("(null)", "none"):
         topo = None
     select = config.get("SelectType") or None
+    has_block = topo == "topology/block" or (
+        topology_text is not None and topology_lists_blocks(topology_text)
+    )
+    client = shutil.which("scrontab") is not None if scrontab_client is None else scrontab_client
+    why_not = None
+    if not client:
+        why_not = "no scrontab client is installed (Debian 12's Slurm 22.05 has none)"
+    elif not scron_enabled(config):
+        why_not = "scrontab is disabled on this cluster (slurm.conf needs ScronParameters=enable)"
     return SlurmFeatures(
         version=version,
         topology_plugin=topo,
         select_type=select,
-        has_block=topo == "topology/block",
+        has_block=has_block,
         supports_block_plugin=version >= (23, 11),
         supports_segment=version >= (24, 5),
-        has_scrontab=shutil.which("scrontab") is not None,
+        has_scrontab=why_not is None,
+        scrontab_why_not=why_not,
     )
 
 
+def _needs_topology_probe(version: SlurmVersion, config: dict[str, str]) -> bool:
+    """Blocks may hide behind another plugin name only where topology.yaml exists (25.05+)."""
+    topo = config.get("TopologyPlugin") or ""
+    return version >= (25, 5) and topo not in ("topology/block", "topology/tree")
+
+
 def detect_features() -> SlurmFeatures:
-    """Ask the running cluster (two commands); raises SlurmError if it cannot be reached."""
+    """Ask the running cluster (two or three commands); raises SlurmError if unreachable."""
     version = slurm_version()
     config = parse_config(run_slurm(["scontrol", "show", "config"], timeout=30).stdout)
-    return features_from(version, config)
+    topology_text = None
+    if _needs_topology_probe(version, config):
+        proc = run_slurm(["scontrol", "show", "topology"], timeout=30, check=False)
+        topology_text = proc.stdout if proc.returncode == 0 else ""
+        if not topology_lists_blocks(topology_text):
+            # 26.05 lists a named topology only when asked for it by name.
+            proc = run_slurm(["scontrol", "show", "topology", "block"], timeout=30, check=False)
+            topology_text += proc.stdout if proc.returncode == 0 else ""
+    return features_from(version, config, topology_text=topology_text)

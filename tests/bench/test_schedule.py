@@ -131,6 +131,34 @@ def test_bench_plan_named_supernodes_schedule_and_begin(tmp_path):
         plan_bench(site, BenchJob(sizes="1Q"), jobs_root=tmp_path)
 
 
+@pytest.mark.parametrize("strategy", ["block", "switches"])
+def test_bench_on_named_supernodes_pins_nodelist_not_segment(tmp_path, strategy):
+    """Slurm 24.11 refuses --segment with a --nodelist spanning blocks: the named super nodes'
+    exact hosts are the request, without --segment/--switches."""
+    from slurm_supernode.launch.request import ClusterFacts
+
+    text = (ROOT / "site-configs" / "local.yaml").read_text()
+    path = tmp_path / "s.yaml"
+    path.write_text(text.replace("strategy: auto", f"strategy: {strategy}"))
+    site = load_site(str(path))
+    assert site.slurm.strategy == strategy
+    plugin = "topology/block" if strategy == "block" else "topology/tree"
+    facts = ClusterFacts(
+        version=(24, 11, 5), topology_plugin=plugin, supports_segment=True, has_block=True
+    )
+    plan = plan_bench(site, BenchJob(supernodes="sn[0-1]"), facts, jobs_root=tmp_path)
+    args = plan.request.sbatch_args()
+    assert not plan.request.heterogeneous and plan.request.strategy == strategy
+    assert "--nodelist=n[0-7]" in args and "--nodes=8" in args
+    assert not any(a.startswith(("--segment", "--switches")) for a in args)
+    one = plan_bench(site, BenchJob(supernodes="sn1"), facts, jobs_root=tmp_path)
+    assert "--nodelist=n[4-7]" in one.request.sbatch_args()
+    # without names: the strategy's own option
+    anyk = plan_bench(site, BenchJob(count=2), facts, jobs_root=tmp_path).request.sbatch_args()
+    assert "--nodelist=n[0-7]" not in anyk
+    assert any(a.startswith(("--segment=4", "--switches=2")) for a in anyk)
+
+
 def test_bench_script_quotes_values_and_is_valid_bash(tmp_path):
     site = _local()
     db = str(tmp_path / "it's $(here).sqlite")
@@ -152,3 +180,33 @@ def test_submit_dry_run_never_imports_torch(tmp_path):
                               "SLURM_CONF": "/nonexistent"}, timeout=60)  # fmt: skip
     assert out.stdout.split()[-2:] == ["NOTORCH", "0"], out.stderr
     assert "srun --kill-on-bad-exit=1" in out.stdout
+
+
+@pytest.mark.parametrize(
+    ("requested", "has", "mode", "notice"),
+    [
+        ("auto", True, "scrontab", None),
+        ("auto", False, "chain", "ScronParameters=enable"),
+        ("chain", True, "chain", None),
+        ("scrontab", True, "scrontab", None),
+    ],
+)
+def test_choose_mode_falls_back_to_chain(requested, has, mode, notice):
+    why = (
+        None
+        if has
+        else "scrontab is disabled on this cluster (slurm.conf needs ScronParameters=enable)"
+    )
+    got_mode, got_notice = sch.choose_mode(requested, has, why)
+    assert got_mode == mode
+    assert (got_notice is None) if notice is None else (notice in got_notice)
+
+
+def test_choose_mode_scrontab_refused_says_why():
+    with pytest.raises(InputError, match="ScronParameters=enable") as info:
+        sch.choose_mode(
+            "scrontab",
+            False,
+            "scrontab is disabled on this cluster (slurm.conf needs ScronParameters=enable)",
+        )
+    assert info.value.hint and "--mode chain" in info.value.hint

@@ -21,9 +21,9 @@ node_defaults:
   device_groups: [[0, 1, 2, 3]]
   gres_file: {dev}/nvidia[0-3]
 links:
-  node: {{bandwidth_gbps: 1, latency_us: 1}}
-  supernode: {{bandwidth_gbps: 1, latency_us: 1}}
-  inter: {{bandwidth_gbps: 1, latency_us: 1}}
+  node: {{bandwidth_GBps: 1, latency_us: 1}}
+  supernode: {{bandwidth_GBps: 1, latency_us: 1}}
+  inter: {{bandwidth_GBps: 1, latency_us: 1}}
 {extra}"""
 
 

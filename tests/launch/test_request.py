@@ -84,6 +84,10 @@ def test_block_strategy_uses_segment_or_falls_back() -> None:
     req = plan_request(spec(supernodes=2), site("block"), new)
     assert req.strategy == "block" and "--segment=4" in req.components[0]
     assert "--nodes=8" in req.components[0] and not req.heterogeneous
+    # the job's blocks are its own (spares stay free for its requeue); node-exclusive too
+    assert "--exclusive=topo" in req.components[0] and "--exclusive" not in req.components[0]
+    shared = plan_request(spec(supernodes=2, exclusive=False), site("block"), new)
+    assert not any(a.startswith("--exclusive") for a in shared.components[0])
     old = ClusterFacts(version=(22, 5, 8), topology_plugin="topology/tree")
     req = plan_request(spec(supernodes=2), site("block"), old)
     assert req.strategy == "features" and req.heterogeneous
@@ -99,6 +103,12 @@ def test_auto_detects_from_running_slurm() -> None:
     assert req.strategy == "switches" and "--switches=2" in req.components[0]
     block = ClusterFacts(topology_plugin="topology/block", supports_segment=True)
     assert plan_request(spec(), site("auto"), block).strategy == "block"
+    # 26.05 with topology.yaml: show config says topology/flat, the blocks are there
+    flat = ClusterFacts(topology_plugin="topology/flat", supports_segment=True, has_block=True)
+    assert plan_request(spec(supernodes=2), site("auto"), flat).strategy == "block"
+    assert plan_request(spec(supernodes=2), site("block"), flat).strategy == "block"
+    no_blocks = ClusterFacts(topology_plugin="topology/flat", supports_segment=True)
+    assert plan_request(spec(supernodes=2), site("block"), no_blocks).strategy == "features"
 
 
 def test_whole_supernode_problems() -> None:

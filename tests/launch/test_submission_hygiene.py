@@ -79,15 +79,20 @@ def test_missing_script_module_or_workdir_is_refused(tmp_path: Path) -> None:
 
 
 def test_cli_refuses_with_one_line_and_exit_2(tmp_path: Path) -> None:
+    """Refused before Slurm is asked anything (SLURM_CONF points nowhere here); a dry run
+    only warns, so a plan can be made for a script still being written."""
     for args, needle in [
         (["nope.py"], "script 'nope.py' does not exist"),
         (["-m", "nopkg.train"], "module 'nopkg.train' cannot be found"),
         (["-D", str(tmp_path / "gone"), "t.py"], "-D/--chdir"),
     ]:
-        out = snrun("--dry-run", *args, cwd=tmp_path)
+        out = snrun(*args, cwd=tmp_path)
         errors = [x for x in out.stderr.splitlines() if x.startswith("snrun: error")]
         assert out.returncode == 2 and len(errors) == 1 and needle in errors[0], out.stderr
         assert "Traceback" not in out.stderr
+        dry = snrun("--dry-run", *args, cwd=tmp_path)
+        assert dry.returncode == 0 and "(a submission would be refused)" in dry.stderr
+        assert needle in dry.stderr
 
 
 def test_dry_run_shows_sbatch_lines_and_the_command_line_wins(tmp_path: Path) -> None:
@@ -158,9 +163,9 @@ def test_snapshot_in_git_records_commit_and_diff(tmp_path: Path) -> None:
 
 def test_module_runs_from_the_snapshot(tmp_path: Path) -> None:
     """With a snapshot, `-m pkg.mod` is found in the copy even from the live working dir."""
-    from slurm_supernode.launch.agent import plan_agent_launch
     from slurm_supernode.placement.model import Layout
     from slurm_supernode.placement.rankmap import build_rank_map
+    from slurm_supernode.runtime.agent import plan_agent_launch
     from tests.placement.sites import make_site
 
     site = make_site(1, 2, 8, 2)

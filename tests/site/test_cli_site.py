@@ -70,7 +70,7 @@ def test_export_to_file_and_errors(tmp_path):
     assert "only applies to --format slurm-nodes" in r.stderr
     r = snrun("export", "tests/site/broken/bad_links.yaml", "--format", "json")
     assert r.returncode == 2 and "Traceback" not in r.stderr
-    assert "bad_links.yaml:8:26: links.node.bandwidth_gbps must be > 0" in r.stderr
+    assert "bad_links.yaml:8:26: links.node.bandwidth_GBps must be > 0" in r.stderr
     r = snrun("export", "nosuchsite", "--format", "json")
     assert r.returncode == 2 and "unknown site 'nosuchsite'" in r.stderr
 
@@ -81,3 +81,16 @@ def test_list():
     names = [line.split()[0] for line in r.stdout.splitlines()]
     assert {"local", "nvl72", "ascend-superpod", "ib-8gpu"} <= set(names)
     assert "strategy block" in r.stdout
+
+
+def test_export_for_a_slurm_version(tmp_path):
+    r = snrun("export", "nvl72", "--format", "topology-block", "--slurm-version", "23.11")
+    assert r.returncode == 0, r.stderr
+    assert "BlockLevels=0-2" in r.stdout and "BlockSizes" not in r.stdout
+    r = snrun("export", "nvl72", "--format", "topology-yaml", "--slurm-version", "24.11")
+    assert r.returncode == 0 and "warning: Slurm 24.11 ignores topology.yaml" in r.stderr
+    r = snrun("export", "nvl72", "--format", "topology-block", "--slurm-version", "22.05")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "no topology/block" in r.stderr
+    r = snrun("export", "nvl72", "--format", "topology-block", "--slurm-version", "soon")
+    assert r.returncode == 2 and "not a Slurm version" in r.stderr

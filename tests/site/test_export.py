@@ -16,8 +16,14 @@ import yaml
 
 from slurm_supernode.errors import InputError
 from slurm_supernode.fsutil import write_atomic
-from slurm_supernode.site.export import EXPORTERS, export
-from slurm_supernode.site.hostlist import expand
+from slurm_supernode.hostlist import expand
+from slurm_supernode.site.export import (
+    EXPORTERS,
+    SlurmTarget,
+    export,
+    export_warnings,
+    parse_target,
+)
 from slurm_supernode.site.loader import load_file, parse_site
 from tests.site.yaml_snippets import LINKS
 
@@ -183,3 +189,61 @@ def test_show_plain_and_rich():
     print_site(site, out)
     assert "gb[019-036]" in out.getvalue()  # hostlist brackets are not eaten as markup
     assert "900" in out.getvalue()
+
+
+@pytest.mark.parametrize("site_name", SITES)
+def test_block_sizes_or_levels_by_target_version(site_name):
+    """23.11 reads BlockLevels (level L = base x 2^L), 24.05+ BlockSizes: same blocks."""
+    site = bundled(site_name)
+    new = export(site, "topology-block", target=SlurmTarget(24, 11))
+    old = export(site, "topology-block", target=SlurmTarget(23, 11))
+    sizes = [int(x) for x in new.split("BlockSizes=")[1].split(",")]
+    assert "BlockLevels" not in new and "BlockSizes" not in old
+    levels = old.split("BlockLevels=")[1].strip()
+    top = int(levels.split("-")[-1])
+    assert levels == ("0" if top == 0 else f"0-{top}")
+    assert [sizes[0] << lvl for lvl in range(top + 1)] == sizes
+    assert [ln for ln in old.splitlines() if ln.startswith("BlockName")] == [
+        ln for ln in new.splitlines() if ln.startswith("BlockName")
+    ]
+    assert new == export(site, "topology-block")  # no target: the newest syntax
+
+
+def test_block_refused_where_slurm_has_no_block_plugin():
+    with pytest.raises(InputError, match=r"22\.05 has no topology/block") as info:
+        export(bundled("local"), "topology-block", target=SlurmTarget(22, 5))
+    assert "topology-tree" in info.value.hint
+
+
+@pytest.mark.parametrize(
+    ("target", "warned"),
+    [
+        (SlurmTarget(24, 11), True),
+        (SlurmTarget(23, 11), True),
+        (None, True),
+        (SlurmTarget(25, 5), False),
+        (SlurmTarget(26, 5), False),
+    ],
+)
+def test_topology_yaml_warns_where_it_would_be_ignored(target, warned):
+    warnings = export_warnings(bundled("nvl72"), "topology-yaml", target)
+    assert any("ignores topology.yaml" in w for w in warnings) is warned
+
+
+def test_lua_on_block_site_warns_without_segment():
+    site = bundled("nvl72")
+    assert site.slurm.strategy == "block"
+    assert any(
+        "--segment" in w for w in export_warnings(site, "job-submit-lua", SlurmTarget(23, 11))
+    )
+    assert export_warnings(site, "job-submit-lua", SlurmTarget(24, 11)) == []
+
+
+@pytest.mark.parametrize("text", ["24", "24.x", "", "1.2.3.4", "24.11.5.1", "v24.11"])
+def test_parse_target_rejects(text):
+    with pytest.raises(InputError, match="not a Slurm version"):
+        parse_target(text)
+
+
+def test_parse_target_accepts():
+    assert parse_target("24.11.5") == (24, 11) and parse_target("23.11") == SlurmTarget(23, 11)

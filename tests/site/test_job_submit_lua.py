@@ -56,9 +56,33 @@ def lua_value(v) -> str:
     return str(v)
 
 
-def run_plugin(script: Path, job: dict, part_list: dict | None = None, rec: dict | None = None):
-    """Load the exported script and call slurm_job_submit (or slurm_job_modify with rec)."""
+# Slurm 24.11's job_desc has no segment_size field: reading it gives nil, setting it only logs
+# "_set_job_field: unrecognized field: segment_size" (measured on 24.11.5). A proxy table does
+# the same, and records the attempt.
+NO_SEGMENT_FIELD = """
+local fields = job
+job = setmetatable({}, {
+  __index = fields,
+  __newindex = function(_, k, v)
+    if k == "segment_size" then SET_UNKNOWN = (SET_UNKNOWN or "") .. k else fields[k] = v end
+  end,
+})
+"""
+
+
+def run_plugin(
+    script: Path,
+    job: dict,
+    part_list: dict | None = None,
+    rec: dict | None = None,
+    *,
+    segment_field: bool = True,
+):
+    """Load the exported script and call slurm_job_submit (or slurm_job_modify with rec).
+    segment_field=False: a job_desc like Slurm 24.11's, without segment_size."""
     job = {"min_nodes": NO_VAL, "segment_size": NO_VAL16, "num_tasks": NO_VAL, **job}
+    if not segment_field:
+        job.pop("segment_size")
     call = (
         "slurm_job_modify(job, " + lua_value(rec) + ", part_list, 0)"
         if rec is not None
@@ -68,7 +92,9 @@ def run_plugin(script: Path, job: dict, part_list: dict | None = None, rec: dict
         PRELUDE
         + f"assert(dofile({lua_str(str(script))}) == 0)\n"
         + f"job = {lua_value(job)}\npart_list = {lua_value(part_list)}\n"
+        + ("" if segment_field else NO_SEGMENT_FIELD)
         + f"rc = {call}\n"
+        + 'MSGS[#MSGS + 1] = SET_UNKNOWN and ("set unknown field " .. SET_UNKNOWN) or nil\n'
         + REPORT
     )
     proc = subprocess.run([LUA, "-"], input=driver, capture_output=True, text=True, timeout=30)
@@ -226,6 +252,23 @@ def test_block_site_uses_segments(scripts):
     one = run_plugin(scripts["nvl72"], {"min_nodes": 5, "partition": "gb200"})
     assert one["min_nodes"] == 18 and one["features"].startswith("[nvl72-01|")
     assert run_plugin(scripts["nvl72"], {"min_nodes": 73})["rc"] == INVALID_NODE_COUNT
+
+
+@needs_lua
+def test_block_site_without_segment_field_says_what_to_type(scripts):
+    """24.11: the plugin cannot set a segment; it must not claim it did, and must say what the
+    user should type instead; one super node still gets its constraint."""
+    r = run_plugin(scripts["nvl72"], {"min_nodes": 20, "partition": "gb200"}, segment_field=False)
+    assert (r["rc"], r["min_nodes"], r["max_nodes"], r["segment_size"]) == (0, 36, 36, None)
+    assert "set unknown field" not in r["msg"]
+    assert "(--segment=18)" not in r["msg"] and "no segment set" in r["msg"]
+    assert "--segment=18" in r["msg"] and "snrun -S 2" in r["msg"]
+    one = run_plugin(scripts["nvl72"], {"min_nodes": 5, "partition": "gb200"}, segment_field=False)
+    assert one["min_nodes"] == 18 and one["features"].startswith("[nvl72-01|")
+    assert "--segment" not in one["msg"]
+    # 26.05 reads an unset segment as 0: the field exists, so it is set
+    r = run_plugin(scripts["nvl72"], {"min_nodes": 20, "partition": "gb200", "segment_size": 0})
+    assert (r["min_nodes"], r["segment_size"]) == (36, 18) and "(--segment=18)" in r["msg"]
 
 
 @needs_lua

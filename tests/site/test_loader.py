@@ -210,9 +210,9 @@ def test_spares_are_loaded_and_checked() -> None:
         "  - {name: b, nodes: 'm[0-1]', spares: 2}\n"
         "node_defaults: {devices: 4}\n"
         "links:\n"
-        "  node: {bandwidth_gbps: 1, latency_us: 1}\n"
-        "  supernode: {bandwidth_gbps: 1, latency_us: 1}\n"
-        "  inter: {bandwidth_gbps: 1, latency_us: 1}\n"
+        "  node: {bandwidth_GBps: 1, latency_us: 1}\n"
+        "  supernode: {bandwidth_GBps: 1, latency_us: 1}\n"
+        "  inter: {bandwidth_GBps: 1, latency_us: 1}\n"
     )
     site, problems = parse_site(text, "s.yaml")
     assert [str(p) for p in problems] == [
@@ -231,3 +231,15 @@ def test_restart_budgets_from_the_site():
     )
     assert dict(site.restarts) == {"app_error": 1, "time_limit": 9}
     assert load_site("local").restarts == ()
+
+
+def test_ascend_site_without_ips_or_pods_is_valid(tmp_path):
+    """Device IPs, SDIDs and SuperPoD ids come from the hardware at job start: a site may leave
+    them out (host_ip is optional for HCCL too)."""
+    path = tmp_path / "a.yaml"
+    path.write_text(
+        "name: t\nvendor: ascend\nnode_defaults: {devices: 3}\n" + LINKS + "supernodes:\n"
+        "  - {name: p0, nodes: 'a[0-1]'}\n  - {name: p1, nodes: 'a[2-3]'}\n"
+    )
+    site, problems = load_file(path)
+    assert problems == [] and all(not n.device_ips and n.host_ip is None for n in site.nodes)

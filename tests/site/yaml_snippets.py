@@ -2,7 +2,7 @@
 
 LINKS = """
 links:
-  node: {bandwidth_gbps: 450, latency_us: 2}
-  supernode: {bandwidth_gbps: 200, latency_us: 4}
-  inter: {bandwidth_gbps: 50, latency_us: 8}
+  node: {bandwidth_GBps: 450, latency_us: 2}
+  supernode: {bandwidth_GBps: 200, latency_us: 4}
+  inter: {bandwidth_GBps: 50, latency_us: 8}
 """

@@ -1,0 +1,1 @@
+"""``snrun doctor``: the field's six-step troubleshooting checklist as one command."""

@@ -1,0 +1,1 @@
+"""What runs inside the allocation: supervisor, agent, ledger, classifier, releaser."""

@@ -1,0 +1,342 @@
+"""The per-node agent: one per node inside the job, started by the supervisor's srun step.
+
+It recomputes the rank map locally from the site and the allocation (same inputs, same map
+on every node), checks the allocation is whole super nodes, sets the device order and the
+collective library's variables, writes the HCCL rank table on Ascend sites, and execs
+torchrun with this node's rank as its child (so the node's exit code reaches the ledger).
+No torch import here: torchrun is a separate program.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from slurm_supernode.errors import JobError, SnrunError
+from slurm_supernode.forensics.env import forensics_env, installed_torch
+from slurm_supernode.fsutil import write_json_atomic
+from slurm_supernode.hostlist import expand
+from slurm_supernode.launch.inputs import load_inputs, rank_map_for_job
+from slurm_supernode.launch.request import whole_supernode_problems
+from slurm_supernode.placement.model import RankMap
+from slurm_supernode.site.model import Site
+
+# Variables worth keeping in the job directory to explain a run afterwards.
+_KEEP_PREFIXES = ("NCCL_", "HCCL_", "TORCH_", "SNRUN_", "MASTER_", "CUDA_", "ASCEND_", "RANK_")
+
+
+def allocation_hosts(environ: Mapping[str, str]) -> list[str]:
+    """Hostnames of the whole allocation, heterogeneous jobs included."""
+    if environ.get("SNRUN_NODELIST"):
+        return expand(environ["SNRUN_NODELIST"])
+    het = int(environ.get("SLURM_HET_SIZE", "0") or 0)
+    if het > 1:
+        hosts: list[str] = []
+        for i in range(het):
+            hosts += expand(environ[f"SLURM_JOB_NODELIST_HET_GROUP_{i}"])
+        return hosts
+    nodelist = environ.get("SLURM_JOB_NODELIST") or environ.get("SLURM_NODELIST")
+    if not nodelist:
+        raise JobError("no SLURM_JOB_NODELIST: the agent runs inside a Slurm job")
+    return expand(nodelist)
+
+
+def master_port(job_id: int, attempt: int) -> int:
+    """A port per job and attempt, so a restart never meets the last attempt's TIME_WAIT."""
+    return 15000 + (job_id * 11 + attempt) % 20000
+
+
+@dataclass(frozen=True)
+class AgentLaunch:
+    """What the agent is about to exec on this node (pure result, testable)."""
+
+    argv: list[str]
+    env: dict[str, str]
+    node_rank: int
+    nnodes: int
+    world_size: int
+    supernode: str
+    devices: tuple[int, ...]
+
+
+def plan_agent_launch(
+    inputs: Mapping[str, Any],
+    site: Site,
+    rank_map: RankMap,
+    hostname: str,
+    environ: Mapping[str, str],
+    *,
+    attempt: int,
+    job_id: int,
+    log_dir: str | None = None,
+) -> AgentLaunch:
+    """torchrun command and environment for this node (``log_dir``: where torchrun keeps this
+    node's rank logs). Pure."""
+    try:
+        node = rank_map.node(hostname)
+    except KeyError:
+        raise JobError(f"node {hostname} is not part of the rank map") from None
+    env = dict(environ)
+    env.setdefault("OMP_NUM_THREADS", "1")  # what torchrun would set, without its warning
+    devices = ",".join(str(d) for d in node.visible_devices)
+    if site.vendor == "ascend":
+        env["ASCEND_RT_VISIBLE_DEVICES"] = devices
+    else:
+        # Device ids in the site are nvidia-smi's (PCI bus order), not CUDA's default order.
+        env.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
+        env["CUDA_VISIBLE_DEVICES"] = devices
+    port = int(environ.get("SNRUN_MASTER_PORT") or master_port(job_id, attempt))
+    master = rank_map.master.hostname
+    env.update(
+        {
+            "SNRUN_SUPERNODE": node.supernode,
+            "SNRUN_NODE_RANK": str(node.node_rank),
+            "SNRUN_NNODES": str(len(rank_map.nodes)),
+            "SNRUN_WORLD_SIZE": str(rank_map.world_size),
+            "SNRUN_ATTEMPT": str(attempt),
+            "SNRUN_LAYOUT": json.dumps(rank_map.layout.as_dict(), sort_keys=True),
+        }
+    )
+    python = inputs.get("python") or sys.executable
+    program = list(inputs["program_argv"])
+    snap = inputs.get("snapshot") or {}
+    if snap.get("module"):
+        # `python -m` would put the live working directory first on sys.path: the module is
+        # found in the job's code snapshot instead (PYTHONSAFEPATH: Python >= 3.11).
+        paths = [snap["dir"], *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]]
+        env["PYTHONPATH"] = os.pathsep.join(paths)
+        env["PYTHONSAFEPATH"] = "1"
+    fork: list[str] = []
+    if inputs.get("fork_workers"):
+        # torchrun's --run-path runs the script by runpy in workers forked from torchrun itself
+        # (torch already imported there); it wants an absolute path. Unbuffered output, as
+        # torchrun's `python -u` would give spawned workers.
+        fork = ["--run-path", "--start-method=fork"]
+        program[0] = os.path.join(inputs.get("workdir") or os.getcwd(), program[0])
+        env.setdefault("PYTHONUNBUFFERED", "1")
+        # torchrun asks torch.cuda.is_available(); by default that initialises CUDA in torchrun
+        # and a forked worker then refuses CUDA ("Cannot re-initialize CUDA in forked
+        # subprocess", seen on H200). The NVML-based check leaves CUDA untouched.
+        env.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
+    logs: list[str] = []
+    if log_dir:
+        # Per-rank stdout/stderr files and torchelastic error files in the job directory
+        # (snrun logs, snrun status); --tee keeps the output in the Slurm log as well.
+        logs = [f"--log-dir={log_dir}", "--redirects=3", "--tee=3"]
+        env.update(forensics_env(env, log_dir, site.vendor, installed_torch()))
+    argv = [
+        python,
+        "-m",
+        "torch.distributed.run",
+        f"--nnodes={len(rank_map.nodes)}",
+        f"--nproc-per-node={rank_map.nproc_per_node}",
+        f"--node-rank={node.node_rank}",
+        f"--master-addr={master}",
+        f"--master-port={port}",
+        *logs,
+        *fork,
+        *program,
+    ]
+    return AgentLaunch(
+        argv=argv,
+        env=env,
+        node_rank=node.node_rank,
+        nnodes=len(rank_map.nodes),
+        world_size=rank_map.world_size,
+        supernode=node.supernode,
+        devices=node.visible_devices,
+    )
+
+
+def run_agent(
+    job_dir: Path,
+    environ: Mapping[str, str] | None = None,
+    program_argv: list[str] | None = None,
+) -> int:
+    """Entry of ``snrun agent``: compute, record, run torchrun; returns its exit code."""
+    from slurm_supernode.site.loader import load_site
+
+    environ = dict(os.environ if environ is None else environ)
+    inputs = load_inputs(job_dir)
+    if program_argv:
+        inputs["program_argv"] = list(program_argv)
+    site = load_site(inputs["site_file"])
+    hosts = allocation_hosts(environ)
+    if not inputs.get("allow_partial"):
+        problems = whole_supernode_problems(site, hosts)
+        if problems:
+            raise JobError("allocation is not whole super nodes: " + "; ".join(problems))
+    rank_map = rank_map_for_job(inputs, site, hosts)
+    hostname = environ.get("SLURMD_NODENAME") or socket.gethostname()
+    attempt = int(environ.get("SNRUN_ATTEMPT", "0") or 0)
+    job_id = int(environ.get("SLURM_JOB_ID", "0") or 0)
+    from slurm_supernode.forensics.logs import node_log_dir
+
+    launch = plan_agent_launch(
+        inputs,
+        site,
+        rank_map,
+        hostname,
+        environ,
+        attempt=attempt,
+        job_id=job_id,
+        log_dir=str(node_log_dir(job_dir, attempt, hostname)),
+    )
+    if site.vendor == "ascend":
+        try:
+            launch.env.update(
+                ascend_rank_table(job_dir, site, rank_map, hostname, environ, job_id, attempt)
+            )
+        except SnrunError as exc:
+            # before torchrun: one line, and a node_exit so the supervisor sees a failed
+            # start on every node (not nodes that never reported)
+            from slurm_supernode.runtime import ledger
+
+            ledger.append(
+                job_dir,
+                "node_exit",
+                attempt=attempt,
+                job_id=job_id,
+                node=hostname,
+                exit_code=exc.exit_code,
+                error=str(exc),
+            )
+            raise
+    keep = {k: v for k, v in launch.env.items() if k.startswith(_KEEP_PREFIXES)}
+    write_json_atomic(
+        job_dir / "env" / f"{hostname}.{attempt}.json",
+        {"argv": launch.argv, "node_rank": launch.node_rank, "env": keep},
+    )
+    os.chdir(inputs.get("workdir") or os.getcwd())
+    code, stderr_tail = run_child(launch.argv, launch.env)
+    from slurm_supernode.runtime import ledger
+    from slurm_supernode.runtime.torchrun_report import parse_failures
+
+    ranks = parse_failures(stderr_tail) if code else []
+    extra = {"ranks": ranks} if ranks else {}
+    ledger.append(
+        job_dir,
+        "node_exit",
+        attempt=attempt,
+        job_id=job_id,
+        node=hostname,
+        exit_code=code,
+        **extra,
+    )
+    return code
+
+
+def ascend_rank_table(
+    job_dir: Path,
+    site: Site,
+    rank_map: RankMap,
+    hostname: str,
+    environ: Mapping[str, str],
+    job_id: int,
+    attempt: int,
+) -> dict[str, str]:
+    """Merge the job's rank table from every node's hardware values (``runtime.ranktable``);
+    node rank 0 prints the notes (value sources, version, logical pod ids), one line each."""
+    from slurm_supernode.runtime.ranktable import prepare_rank_table, rank_table_env
+
+    path, notes = prepare_rank_table(
+        job_dir, site, rank_map, hostname, job_id=job_id, attempt=attempt, environ=environ
+    )
+    if rank_map.node(hostname).node_rank == 0:
+        for note in notes:
+            print(f"snrun: note: {note}", file=sys.stderr, flush=True)
+    return rank_table_env(path)
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (from /proc), children first."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if fields[0] != "Z":
+            children.setdefault(int(fields[1]), []).append(int(entry))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+class StderrTail:
+    """Copy a child's stderr through to ours as it comes, keeping the last ``keep`` bytes (torchrun
+    prints which ranks failed there). A thread, so the child never blocks on a full pipe."""
+
+    def __init__(self, fd: int, keep: int = 256 * 1024, out_fd: int = 2) -> None:
+        import threading
+
+        self._fd, self._keep, self._out = fd, keep, out_fd
+        self._buf = bytearray()
+        self._thread = threading.Thread(target=self._pump, daemon=True)
+        self._thread.start()
+
+    def _pump(self) -> None:
+        writable = True
+        while True:
+            try:
+                chunk = os.read(self._fd, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            view = memoryview(chunk)
+            while writable and view:
+                try:
+                    view = view[os.write(self._out, view) :]
+                except OSError:
+                    writable = False  # our stderr is gone: keep draining the child's
+            self._buf += chunk
+            if len(self._buf) > 2 * self._keep:
+                del self._buf[: -self._keep]
+
+    def text(self, timeout: float = 2.0) -> str:
+        """What was kept, once the pipe closed (or after ``timeout``: a worker that outlives
+        torchrun may hold it open)."""
+        self._thread.join(timeout)
+        return bytes(self._buf[-self._keep :]).decode("utf-8", errors="replace")
+
+
+def run_child(argv: list[str], env: Mapping[str, str]) -> tuple[int, str]:
+    """Run torchrun as a child and forward signals: TERM/INT/HUP to torchrun (it stops its
+    workers), USR1/USR2 to the training processes only (torchrun would die of them). Returns the
+    exit code and the tail of its stderr."""
+    import signal
+    import subprocess
+
+    proc = subprocess.Popen(argv, env=dict(env), stderr=subprocess.PIPE)
+    assert proc.stderr is not None
+    tail = StderrTail(proc.stderr.fileno())
+
+    def to_launcher(signum: int, _frame: object) -> None:
+        proc.send_signal(signum)
+
+    def to_workers(signum: int, _frame: object) -> None:
+        for pid in _descendants(proc.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signum)
+
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, to_launcher)
+    for sig in (signal.SIGUSR1, signal.SIGUSR2):
+        signal.signal(sig, to_workers)
+    code = proc.wait()
+    return (code if code >= 0 else 128 - code), tail.text()

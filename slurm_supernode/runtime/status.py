@@ -1,0 +1,61 @@
+"""The chain of attempts of one job, for `snrun status` (table or JSON)."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from slurm_supernode.forensics.report import attempt_evidence, evidence_lines
+from slurm_supernode.runtime import ledger
+from slurm_supernode.runtime.torchrun_report import describe
+
+
+def chain_summary(job_dir: Path) -> dict[str, Any]:
+    """Attempts, job ids and final state of the chain in ``job_dir``."""
+    chain = ledger.fold(ledger.read(job_dir))
+    submitted = job_dir / "job.json"
+    if submitted.exists():
+        for jid in json.loads(submitted.read_text()).get("job_ids", []):
+            if jid not in chain.job_ids:
+                chain.job_ids.insert(0, jid)
+    state = chain.final["state"] if chain.final else ("RUNNING" if chain.attempts else "PENDING")
+    return {
+        "job_dir": str(job_dir),
+        "job_ids": chain.job_ids,
+        "state": state,
+        "reason": chain.final.get("reason") if chain.final else None,
+        "attempts": [attempt_evidence(job_dir, asdict(a)) for a in chain.attempts],
+    }
+
+
+def format_chain(summary: dict[str, Any]) -> str:
+    """A plain table, one line per attempt."""
+    lines = [
+        f"job dir : {summary['job_dir']}",
+        f"job ids : {', '.join(map(str, summary['job_ids'])) or '-'}",
+        f"state   : {summary['state']}"
+        + (f" ({summary['reason']})" if summary.get("reason") else ""),
+        "",
+        f"{'#':>3} {'job':>7} {'started':<19} {'secs':>6} {'exit':>4} "
+        f"{'cause':<13} {'action':<9} detail",
+    ]
+    for a in summary["attempts"]:
+        start = a["start"] and time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(a["start"]))
+        secs = f"{a['end'] - a['start']:.1f}" if a["start"] and a["end"] else "-"
+        code = "-" if a["exit_code"] is None else str(a["exit_code"])
+        detail = a["detail"] or ""
+        if a.get("ranks"):
+            detail += f" [{describe(a['ranks'])}]"
+        lines.append(
+            f"{a['attempt']:>3} {a['job_id'] or '-':>7} {start or '-':<19} {secs:>6} {code:>4} "
+            f"{a['cause'] or '(running)':<13} {a['action'] or '-':<9} {detail}"
+        )
+        lines += evidence_lines(a)
+    return "\n".join(lines)
+
+
+def to_json(summary: dict[str, Any]) -> str:
+    return json.dumps(summary, indent=2)

@@ -1,1 +1,0 @@
-"""supervise layer."""

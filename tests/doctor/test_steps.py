@@ -1,0 +1,160 @@
+"""The six steps' verdicts on synthetic facts: slow node and pair found by bisection, no
+GPUs reported as such, bandwidth against the site's links, PCI mapping, fabric, storage."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from slurm_supernode.doctor.model import SKIP, DoctorFacts, StorageFacts
+from slurm_supernode.doctor.steps import evaluate
+from slurm_supernode.health.checks import CRITICAL, OK, UNKNOWN, WARNING
+from slurm_supernode.site.loader import load_site
+from tests.doctor.helpers import facts
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def site():
+    return load_site(str(ROOT / "site-configs" / "local.yaml"))
+
+
+def _find(report, step, check=None, status=None):
+    return [
+        f
+        for f in report.findings
+        if f.step == step
+        and (check is None or f.check == check)
+        and (status is None or f.status == status)
+    ]
+
+
+def test_slow_node_is_named_by_both_pairings(site):
+    slow = lambda scope, hosts: 30.0 if "n5" in hosts else 100.0  # noqa: E731
+    report = evaluate(site, facts(busbw_of=slow))
+    (culprit,) = _find(report, "cross", "slow-node")
+    assert culprit.where == "n5" and culprit.status == CRITICAL
+    assert "n4+n5 30.00" in culprit.measured and "n5+n6 30.00" in culprit.measured
+    assert not _find(report, "cross", "slow-pair")  # the node explains both slow pairs
+    (sn,) = [f for f in _find(report, "cross", "supernode", CRITICAL)]
+    assert sn.where == "sn1"
+    assert report.status == CRITICAL
+
+
+def test_slow_link_between_two_nodes_is_named_as_a_pair(site):
+    # only the pair n2+n3 is slow: n2 and n3 are fine with their other neighbours
+    slow = lambda scope, hosts: 30.0 if scope == "pairs" and set(hosts) == {"n2", "n3"} else 100.0  # noqa: E731
+    report = evaluate(site, facts(busbw_of=slow))
+    assert not _find(report, "cross", "slow-node")
+    (pair,) = _find(report, "cross", "slow-pair")
+    assert pair.where == "n2,n3"
+
+
+def test_all_equal_passes_and_a_node_slow_inside_is_named(site):
+    report = evaluate(site, facts())
+    assert report.step_status("cross") == OK and report.step_status("intra") == OK
+    slow = lambda scope, hosts: 10.0 if scope == "node" and hosts == ("n3",) else 100.0  # noqa: E731
+    report = evaluate(site, facts(busbw_of=slow))
+    (bad,) = _find(report, "intra", "node", CRITICAL)
+    assert bad.where == "n3" and "nvidia-smi topo -m" in bad.next
+
+
+def test_wrong_results_fail_the_step(site):
+    report = evaluate(site, facts(wrong_of=lambda hosts: 3 if "n6" in hosts else 0))
+    wrong = {f.where for f in _find(report, "cross", status=CRITICAL) if "wrong" in f.measured}
+    assert {"n[5-6]", "n[6-7]", "n[2,6]"} <= wrong  # the pairs and inter group holding n6
+    assert report.step_status("cross") == CRITICAL
+
+
+def test_no_gpus_is_unknown_with_a_clear_message_not_a_crash(site):
+    report = evaluate(site, facts(gpus=False, backend="gloo"))
+    (driver,) = _find(report, "device", "driver")
+    assert driver.status == UNKNOWN and "there are no GPUs" in driver.measured
+    (compute,) = _find(report, "device", "compute")
+    assert compute.status == UNKNOWN and "no GPUs" in compute.measured
+    (pci,) = _find(report, "topology", "pci-map")
+    assert pci.status == UNKNOWN
+    assert all(f.status == UNKNOWN for f in _find(report, "bandwidth"))
+    assert "not comparable" in _find(report, "bandwidth")[0].measured
+    assert report.status == UNKNOWN  # nothing failed, some steps could not be checked
+
+
+def test_bandwidth_as_fraction_of_site_links_with_site_thresholds(site):
+    report = evaluate(
+        site,
+        facts(
+            busbw_of=lambda scope, hosts: (
+                350.0 if scope == "node" else 170.0 if scope.startswith("pairs") else 15.0
+            )
+        ),
+    )
+    by_level = {f.check: f for f in _find(report, "bandwidth")}
+    assert by_level["node"].status == OK and "0.78 of the spec" in by_level["node"].measured
+    assert by_level["supernode"].status == OK  # 170 / 200 = 0.85
+    assert by_level["inter"].status == CRITICAL  # 15 / 50 = 0.30 < 0.4
+    report = evaluate(site, facts(busbw_of=lambda scope, hosts: 25.0))
+    assert {f.check: f.status for f in _find(report, "bandwidth")}["inter"] == WARNING  # 0.5
+    strict = dataclasses.replace(
+        site, doctor=dataclasses.replace(site.doctor, bandwidth_warn=0.9, bandwidth_fail=0.8)
+    )
+    report = evaluate(strict, facts(busbw_of=lambda scope, hosts: 350.0))
+    by_level = {f.check: f for f in _find(report, "bandwidth")}
+    assert by_level["node"].status == CRITICAL  # 0.78 < 0.8
+    assert by_level["supernode"].status == OK  # 350 / 200
+
+
+def test_pci_mapping_swapped_devices_fail_on_that_node(site):
+    # site device order on n2 is [0..7]; a rank that runs on another GPU's bus id is wrong
+    swapped = lambda host, lr: f"0000:1{1 - lr}:00.0" if host == "n2" else f"0000:1{lr}:00.0"  # noqa: E731
+    report = evaluate(site, facts(bus_of=swapped))
+    bad = _find(report, "topology", "pci-map", CRITICAL)
+    assert {f.where for f in bad} == {"n2"} and len(bad) == 2
+    assert "site's device order puts it on GPU 0 0000:10:00.0" in bad[0].measured
+    ok = evaluate(site, facts())
+    (good,) = _find(ok, "topology", "pci-map")
+    assert good.status == OK and "rank 0 -> GPU 0 0000:10:00.0" in good.measured
+
+
+def test_fabric_cluster_uuid_must_be_equal_within_a_supernode(site):
+    def smi_of(host, smi):
+        uuid = "bbbb" if host == "n6" else ("aaaa" if host in ("n0", "n1", "n2", "n3") else "cccc")
+        return tuple(
+            dataclasses.replace(g, fabric_state="Completed", cluster_uuid=uuid) for g in smi
+        )
+
+    report = evaluate(site, facts(smi_of=smi_of))
+    fabric = {f.where: f for f in _find(report, "topology", "nvlink-fabric")}
+    assert fabric["n[0-3]"].status == OK
+    assert fabric["n6"].status == CRITICAL and "2 ClusterUUIDs" in fabric["n6"].measured
+    plain = evaluate(site, facts())
+    assert _find(plain, "topology", "nvlink-fabric")[0].status == SKIP
+
+
+def test_storage_against_site_floors_names_the_node(site):
+    def store(host_index):
+        slow = host_index == 4
+        return (StorageFacts("/ckpt", 500 * 10**9, 50.0 if slow else 900.0, 2000.0),)
+
+    storage = [store(i) for i in range(8)]
+    report = evaluate(site, facts(storage=storage))
+    (warn,) = _find(report, "storage", status=WARNING)  # relative: slowest writer named
+    assert "slowest writer n4" in warn.measured
+    floors = dataclasses.replace(
+        site, doctor=dataclasses.replace(site.doctor, min_write_mbps=100, min_free_gb=1000)
+    )
+    report = evaluate(floors, facts(storage=storage))
+    bad = _find(report, "storage", status=CRITICAL)
+    assert len(bad) == 8 and any(f.where == "n4" and "write 50 MB/s" in f.measured for f in bad)
+    assert all("500.0 GB free" in f.measured for f in bad)
+
+
+def test_facts_round_trip_through_json(site):
+    import json
+
+    f = facts(storage=[(StorageFacts("/x", 1, 2.0, 3.0),)] * 8)
+    again = DoctorFacts.from_dict(json.loads(json.dumps(f.to_dict())))
+    assert again == f
+    assert evaluate(site, again).to_dict() == evaluate(site, f).to_dict()
