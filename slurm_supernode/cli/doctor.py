@@ -116,7 +116,7 @@ def run(ns: argparse.Namespace) -> int:
 
 def _doctor_job(ns: argparse.Namespace, site, site_arg):
     from slurm_supernode.doctor.job import DoctorJob
-    from slurm_supernode.site.hostlist import HostlistError, expand
+    from slurm_supernode.hostlist import HostlistError, expand
 
     hosts: tuple[str, ...] = ()
     if ns.nodes:
@@ -155,7 +155,7 @@ def _login_findings(site, hosts: tuple[str, ...]) -> list:
     """What needs no allocation: Slurm's view of the named nodes (drained, down)."""
     from slurm_supernode.doctor.model import Finding
     from slurm_supernode.health.checks import CRITICAL, OK
-    from slurm_supernode.site.hostlist import fold
+    from slurm_supernode.hostlist import fold
     from slurm_supernode.slurm import nodes
 
     if not hosts:

@@ -23,7 +23,7 @@ from slurm_supernode.doctor.model import (
 )
 from slurm_supernode.errors import InputError
 from slurm_supernode.health.checks import CRITICAL, OK, UNKNOWN, WARNING, CheckResult
-from slurm_supernode.site.hostlist import fold
+from slurm_supernode.hostlist import fold
 from slurm_supernode.site.model import DoctorSettings, Site
 
 # Bench scope -> the site's link level it measures.
