@@ -17,4 +17,4 @@ if ! command -v slurmctld >/dev/null || ! command -v munged >/dev/null || ! comm
 fi
 # CPU torch: 'torch==2.13.0' resolves to the CPU wheel kept on disk here (no multi-GB download).
 "$PY" -m pip install -q torch==2.13.0
-"$PY" -m pip install -q -e ".[dev]"
+"$PY" -m pip install -q -e ".[dev,torch]"

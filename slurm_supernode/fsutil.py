@@ -36,3 +36,51 @@ def write_json_atomic(path: str | os.PathLike[str], data: Any) -> Path:
 def expand_path(path: str) -> Path:
     """``~`` and ``$VARS`` expanded (site path settings are written that way)."""
     return Path(os.path.expandvars(os.path.expanduser(path)))
+
+
+def check_output_path(path: str | os.PathLike[str], where: str) -> Path:
+    """Refuse, as one line, an output file the user named that cannot be written as given.
+
+    Writes go only where the user pointed: a missing parent directory is not created (it is
+    often a typo), a parent that is a file, a directory in place of the file, a name too long
+    or a directory without write permission are refused before any work is done.
+    """
+    import errno
+    import stat
+
+    from slurm_supernode.errors import InputError
+
+    target = Path(path).expanduser()
+    parent = target.parent
+    try:
+        st = os.stat(target)
+    except ValueError:
+        raise InputError("the path contains a NUL byte", where=where) from None
+    except OSError as exc:
+        st = None
+        if exc.errno == errno.ENAMETOOLONG:
+            raise InputError(
+                "file name is too long",
+                where=where,
+                hint="each path component may have at most 255 bytes",
+            ) from None
+        if exc.errno == errno.ENOTDIR:
+            above = next((p for p in target.parents if p.is_file()), parent)
+            raise InputError(
+                f"{above} is a file, not a directory", where=where, hint="choose another path"
+            ) from None
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise InputError(f"{target} is a directory", where=where, hint="give a file name inside it")
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise InputError(
+            f"{target} exists and is not a regular file", where=where, hint="choose another path"
+        )
+    if not parent.is_dir():
+        raise InputError(
+            f"directory {parent} does not exist",
+            where=where,
+            hint=f"create it first (mkdir -p {parent}) or choose another path",
+        )
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise InputError(f"directory {parent} is not writable", where=where, hint="check it")
+    return target

@@ -10,6 +10,8 @@ and lets NodeSet expand each single range, in sequence. ``fold`` is NodeSet's so
 from __future__ import annotations
 
 import itertools
+import re
+import string
 from collections.abc import Iterable
 
 from ClusterShell.RangeSet import RangeSet, RangeSetException
@@ -19,8 +21,12 @@ from ClusterShell.RangeSet import RangeSet, RangeSetException
 
 # Refuse expressions that would expand to absurd sizes (typos like n[0-99999999]).
 MAX_HOSTS = 1_000_000
-# ClusterShell set operators and group syntax: not Slurm hostlist syntax.
-_FORBIDDEN = set("@!&^ \t\n\r;:/\\\"'")
+# Host names are what Slurm's NodeName= takes: letters, digits, '-', '_', '.'; plus the
+# hostlist syntax itself. Anything else (ClusterShell's set operators and @groups, spaces,
+# '=', '#', control characters, non-ASCII) is refused before ClusterShell sees it.
+_HOST_CHARS = set(string.ascii_letters + string.digits + "-_.")
+_ALLOWED = _HOST_CHARS | set("[],")
+_RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
 
 
 class HostlistError(ValueError):
@@ -65,6 +71,8 @@ def _segments(piece: str) -> list[str | list[str]]:
         ranges = rest[lb + 1 : rb].split(",")
         if any(not r for r in ranges):
             raise HostlistError(f"empty range in '{piece}'")
+        for r in ranges:
+            _check_range(r, piece)
         out.append(ranges)
         rest = rest[rb + 1 :]
     return out
@@ -96,8 +104,8 @@ def _expand_piece(piece: str) -> list[str]:
 
         try:
             ns = NodeSet(text, resolver=RESOLVER_NOGROUP)
-        except (NodeSetException, ValueError, IndexError) as exc:
-            raise HostlistError(f"bad range in '{piece}': {exc}") from None
+        except (NodeSetException, ValueError, IndexError):
+            raise HostlistError(f"bad range in '{piece}'") from None
         if len(hosts) + len(ns) > MAX_HOSTS:
             raise HostlistError(f"'{piece}' expands to more than {MAX_HOSTS} hosts")
         hosts.extend(ns)
@@ -115,12 +123,26 @@ def _expand_1d(piece: str, segs: list[str | list[str]]) -> list[str]:
             raise HostlistError(f"'{piece}' expands to more than {MAX_HOSTS} hosts")
         try:
             rs = RangeSet(r)
-        except (RangeSetException, ValueError, IndexError) as exc:
-            raise HostlistError(f"bad range in '{piece}': {exc}") from None
+        except (RangeSetException, ValueError, IndexError):
+            raise HostlistError(f"bad range '{r}' in '{piece}'") from None
         if len(hosts) + len(rs) > MAX_HOSTS:
             raise HostlistError(f"'{piece}' expands to more than {MAX_HOSTS} hosts")
         hosts.extend(f"{prefix}{i}{suffix}" for i in rs)
     return hosts
+
+
+def _check_range(r: str, piece: str) -> None:
+    """Slurm's range syntax: N or LO-HI, LO <= HI, the same zero padding on both ends."""
+    m = _RANGE.match(r)
+    if not m:
+        raise HostlistError(f"range '{r}' in '{piece}' is not N or LO-HI (digits only)")
+    lo, hi = m.group(1), m.group(2)
+    if hi is None:
+        return
+    if int(lo) > int(hi):
+        raise HostlistError(f"range '{r}' in '{piece}' goes backwards")
+    if len(lo) != len(hi) and lo.startswith("0") and len(lo) > 1:
+        raise HostlistError(f"range '{r}' in '{piece}' pads {lo} to {len(lo)} digits but not {hi}")
 
 
 def _range_size(r: str) -> int:
@@ -139,25 +161,50 @@ def expand(expr: str) -> list[str]:
     >>> expand("n[3,1-2],x")
     ['n3', 'n1', 'n2', 'x']
     """
-    return _expand(expr, _FORBIDDEN)
+    return _expand(expr)
 
 
 def expand_paths(pattern: str) -> list[str]:
     """Expand a bracketed path pattern (``/dev/nvidia[0-7]``) with the hostlist rules; '/' is
     allowed here, set operators and groups are not."""
-    return _expand(pattern, _FORBIDDEN - {"/"})
+    return _expand(pattern, "/")
 
 
-def _expand(expr: str, forbidden: set[str]) -> list[str]:
-    if not isinstance(expr, str) or not expr.strip():
-        raise HostlistError("empty hostlist")
-    bad = sorted(set(expr) & forbidden)
-    if bad:
-        raise HostlistError(f"character {bad[0]!r} is not allowed in a hostlist")
+def _expand(expr: str, also: str = "") -> list[str]:
+    _check_chars(expr, also)
     hosts: list[str] = []
     for piece in _split_top(expr):
         hosts.extend(_expand_piece(piece))
     return hosts
+
+
+def _check_chars(expr: str, also: str = "") -> None:
+    if not isinstance(expr, str) or not expr.strip():
+        raise HostlistError("empty hostlist")
+    for i, ch in enumerate(expr):
+        if ch not in _ALLOWED and ch not in also:
+            raise HostlistError(
+                f"character {ch!r} is not allowed in a hostlist (position {i + 1};"
+                " host names use letters, digits, '-', '_' and '.')"
+            )
+
+
+def size(expr: str) -> int:
+    """How many hosts ``expr`` names, without expanding it (a bound can be checked first).
+
+    Raises HostlistError for bad syntax, like ``expand``.
+    """
+    _check_chars(expr)
+    total = 0
+    for piece in _split_top(expr):
+        if not piece:
+            raise HostlistError("empty host name (stray comma?)")
+        n = 1
+        for seg in _segments(piece):
+            if isinstance(seg, list):
+                n *= sum(_range_size(r) for r in seg)
+        total += n
+    return total
 
 
 def fold(hosts: Iterable[str]) -> str:

@@ -7,7 +7,8 @@ srun step whose agents run ``torchrun -m slurm_supernode bench run``; rank 0 app
 to the site's results database. Planning is pure and never imports torch.
 
 Named super nodes are planned on a copy of the site holding only them, so every strategy's
-request can only land there (``--nodelist`` pins the single-allocation strategies).
+request can only land there (``--nodelist`` instead of ``--segment``/``--switches`` pins the
+single-allocation strategies: Slurm 24.11 refuses ``--segment`` with a nodelist across blocks).
 """
 
 from __future__ import annotations
@@ -146,11 +147,7 @@ def plan_bench(
         max_restarts=0,
         workdir=job.workdir,
         sbatch_args=tuple(sbatch_args),
+        # One allocation (block/switches strategy) is pinned to the named super nodes.
+        pinned_nodes=fold([h for sn in chosen for h in sn.hostnames]) if job.supernodes else None,
     )
-    plan = plan_job(spec, sub_site, facts, jobs_root=jobs_root, stamp=stamp, token=token)
-    if job.supernodes and not plan.request.heterogeneous:
-        # One allocation (block/switches strategy): pin it to the named super nodes.
-        hosts = fold(h for sn in chosen for h in sn.hostnames)
-        spec = dataclasses.replace(spec, sbatch_args=(*spec.sbatch_args, f"--nodelist={hosts}"))
-        plan = plan_job(spec, sub_site, facts, jobs_root=jobs_root, stamp=stamp, token=token)
-    return plan
+    return plan_job(spec, sub_site, facts, jobs_root=jobs_root, stamp=stamp, token=token)

@@ -18,6 +18,7 @@ import os
 import sys
 
 from slurm_supernode.bench.model import BACKENDS, TIMINGS
+from slurm_supernode.cli.options import non_negative, number, positive
 from slurm_supernode.errors import InputError
 from slurm_supernode.fsutil import write_atomic
 
@@ -31,14 +32,7 @@ def default_db(env=os.environ) -> str:
     return env.get("SNRUN_BENCH_DB") or PathSettings().results_db
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"{value} must be > 0")
-    return value
+_positive_int = positive
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -54,10 +48,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--sizes", help="e.g. 1K-1G (x --factor), 1K,1M,1G; default 1K-1G")
     run.add_argument("--min-bytes", help="start of the sweep (with --max-bytes)")
     run.add_argument("--max-bytes", help="end of the sweep")
-    run.add_argument("--factor", type=float, default=2.0, help="sweep step factor (default 2)")
+    run.add_argument(
+        "--factor", type=number(above=1, maximum=1024), default=2.0, help="sweep step factor (2)"
+    )
     run.add_argument("--dtype", default="float32", help="float32, bfloat16, float16; comma list")
     run.add_argument("--iters", type=_positive_int, default=20, help="timed operations (20)")
-    run.add_argument("--warmup", type=int, default=5, help="untimed operations first (5)")
+    run.add_argument("--warmup", type=non_negative, default=5, help="untimed operations first (5)")
     run.add_argument("--backend", choices=BACKENDS, default="auto", help="auto: nccl on GPUs")
     run.add_argument(
         "--timing", choices=TIMINGS, default="auto", help="auto: graph on GPUs, wall on CPUs"
@@ -84,7 +80,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(a name without a config here filters only)",
     )
     rep.add_argument("--baseline-runs", type=_positive_int, help="median of the last N good runs")
-    rep.add_argument("--threshold", type=float, metavar="PCT", help="regression below -PCT %%")
+    rep.add_argument(
+        "--threshold",
+        type=number(above=0, below=100),
+        metavar="PCT",
+        help="regression below -PCT %%",
+    )
     rep.add_argument(
         "--min-bytes",
         default="1M",
@@ -156,7 +157,11 @@ def config_from_args(args: argparse.Namespace, env=os.environ):
 
 
 def _run(args: argparse.Namespace) -> int:
+    from slurm_supernode.fsutil import check_output_path
+
     config = config_from_args(args)
+    if args.json:
+        check_output_path(args.json, "--json")
     from slurm_supernode.bench.collectives import run_benchmark
 
     result = run_benchmark(config)
@@ -183,7 +188,11 @@ def _run(args: argparse.Namespace) -> int:
 
 def _report(args: argparse.Namespace) -> int:
     from slurm_supernode.bench.report import main_report, report_site
+    from slurm_supernode.fsutil import check_output_path
 
+    for option in ("html", "prom", "json"):
+        if getattr(args, option):
+            check_output_path(getattr(args, option), f"--{option}")
     site, bench, site_db = report_site(args.site)
     db = args.db or os.environ.get("SNRUN_BENCH_DB") or site_db or default_db()
     return main_report(args, db=db, site=site, bench=bench)

@@ -15,6 +15,7 @@ from datetime import datetime
 from pathlib import Path
 
 from slurm_supernode.bench.model import BACKENDS
+from slurm_supernode.cli.options import non_negative, positive
 
 # (dest, flag) of every job option, in the order they are written back for a schedule.
 _JOB_OPTIONS = (
@@ -42,14 +43,14 @@ def add_job_options(p: argparse.ArgumentParser) -> None:
     """Options of the bench job itself (shared by submit and schedule)."""
     p.add_argument("--site", help="site name or file (default $SNRUN_SITE)")
     p.add_argument("--supernodes", metavar="NAMES", help="e.g. sn0,sn1 (default: all)")
-    p.add_argument("-S", dest="count", type=int, metavar="N", help="any N whole super nodes")
-    p.add_argument("--nproc-per-node", type=int, help="processes per node (default: devices)")
+    p.add_argument("-S", dest="count", type=positive, metavar="N", help="any N whole super nodes")
+    p.add_argument("--nproc-per-node", type=positive, help="processes per node (default: devices)")
     p.add_argument("--sizes", help="default: the site's bench.sizes, else 1K-1G")
     p.add_argument("--collectives", default="all", help="comma list or 'all' (default)")
     p.add_argument("--scopes", default="all", help="node, supernode, inter, world or 'all'")
     p.add_argument("--dtype", default="float32", help="float32, bfloat16, float16")
-    p.add_argument("--iters", type=int, default=20)
-    p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--iters", type=positive, default=20, help="timed operations (20)")
+    p.add_argument("--warmup", type=non_negative, default=5, help="untimed operations first (5)")
     p.add_argument("--backend", choices=BACKENDS, default="auto")
     p.add_argument("--db", metavar="PATH", help="results database (default: the site's)")
     p.add_argument("-t", "--time", help="time limit of the bench job")

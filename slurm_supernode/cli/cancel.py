@@ -7,9 +7,13 @@ import argparse
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.description = "Cancel every job of an snrun job chain and mark the chain cancelled."
-    p.add_argument("job", metavar="JOB")
-    p.add_argument("--jobs-dir")
-    p.add_argument("--site")
+    p.add_argument("job", metavar="JOB", help="Slurm job id of any attempt, or the job directory")
+    p.add_argument(
+        "--jobs-dir",
+        metavar="DIR",
+        help="where job directories are (default $SNRUN_JOBS_DIR, else the site's paths.jobs_dir)",
+    )
+    p.add_argument("--site", help="site name or file whose paths.jobs_dir to use ($SNRUN_SITE)")
 
 
 def run(ns: argparse.Namespace) -> int:

@@ -15,20 +15,33 @@ import socket
 import sys
 from dataclasses import asdict
 
+from slurm_supernode.cli.options import non_negative, number, positive
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.description = "Check this node's devices, vendor tools, IMEX, disk; drain or resume it."
     p.add_argument("--site", help="site name or file (default $SNRUN_SITE; optional)")
     p.add_argument("--node", help="node name (default $SLURMD_NODENAME, else the host name)")
-    p.add_argument("--expect-devices", type=int, metavar="N", help="default: the site's count")
-    p.add_argument("--min-free-gb", type=float, metavar="G", help="free space needed at --path")
+    p.add_argument(
+        "--expect-devices", type=non_negative, metavar="N", help="default: the site's count"
+    )
+    p.add_argument(
+        "--min-free-gb", type=number(minimum=0), metavar="G", help="free space needed at --path"
+    )
     p.add_argument(
         "--path", action="append", default=[], metavar="P", help="where jobs write (repeatable)"
     )
     p.add_argument("--allreduce", action="store_true", help="also a small all-reduce (torch)")
     p.add_argument("--allreduce-backend", choices=("auto", "nccl", "gloo"), default="auto")
-    p.add_argument("--allreduce-nproc", type=int, metavar="N", help="default: devices (gloo: 2)")
-    p.add_argument("--timeout", type=float, default=30.0, help="all-reduce timeout (30 s)")
+    p.add_argument(
+        "--allreduce-nproc", type=positive, metavar="N", help="default: devices (gloo: 2)"
+    )
+    p.add_argument(
+        "--timeout",
+        type=number(above=0, maximum=86400),
+        default=30.0,
+        help="all-reduce timeout (30 s)",
+    )
     act = p.add_mutually_exclusive_group()
     act.add_argument("--drain", action="store_true", help="drain the node when critical")
     act.add_argument(

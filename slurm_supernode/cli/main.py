@@ -58,18 +58,38 @@ def _top_help() -> str:
     return "\n".join(lines)
 
 
+def _prog(name: str) -> str:
+    return f"snrun {name}" if name != "submit" else "snrun"
+
+
 def build_parser(name: str) -> argparse.ArgumentParser:
-    """The parser of one sub-command (used by tests and the docs)."""
+    """The parser of one sub-command (used by tests and the docs); its errors are one line."""
+    from slurm_supernode.cli.options import Parser
+
     mod = _load(name)
-    parser = argparse.ArgumentParser(prog=f"snrun {name}" if name != "submit" else "snrun")
+    parser = Parser(prog=_prog(name))
     mod.add_arguments(parser)
     return parser
 
 
+def _own_args(name: str, args: list[str]) -> int:
+    """How many leading arguments are snrun's own; the rest belong to the program run.
+
+    ``snrun train.py --debug`` keeps ``--debug`` for the script, and so does
+    ``snrun supervise --job-dir D -- train.py --debug``.
+    """
+    if name == "submit":
+        from slurm_supernode.cli.submit import split_argv
+
+        return len(split_argv(build_parser("submit"), args)[0])
+    return args.index("--") if "--" in args else len(args)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    debug = "--debug" in args or os.environ.get("SNRUN_DEBUG") == "1"
-    args = [a for a in args if a != "--debug"]
+    debug = os.environ.get("SNRUN_DEBUG") == "1"
+    while args[:1] == ["--debug"]:
+        debug, args = True, args[1:]
     if not args or args[0] in ("-h", "--help"):
         print(_top_help())
         return 0 if args else 2
@@ -78,15 +98,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     name = args[0] if args[0] in SUBCOMMANDS else "submit"
     rest = args[1:] if args[0] in SUBCOMMANDS else args
+    prog = _prog(name)
     try:
+        own = _own_args(name, rest)
+        if "--debug" in rest[:own]:
+            debug = True
+            rest = [a for a in rest[:own] if a != "--debug"] + rest[own:]
         parser = build_parser(name)
-        ns = parser.parse_args(rest)
-        return int(_load(name).run(ns) or 0)
+        mod = _load(name)
+        ns = mod.parse(parser, rest) if hasattr(mod, "parse") else parser.parse_args(rest)
+        if isinstance(getattr(ns, "action", None), str):  # snrun site export, snrun bench run
+            prog = f"{prog} {ns.action}"
+        return int(mod.run(ns) or 0)
     except SnrunError as exc:
         if debug:
             raise
         for i, line in enumerate(str(exc).splitlines() or [""]):
-            print(f"snrun: error: {line}" if i == 0 else line, file=sys.stderr)
+            prog = getattr(exc, "prog", None) or prog
+            print(f"{prog}: error: {line}" if i == 0 else line, file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("snrun: interrupted", file=sys.stderr)

@@ -10,29 +10,22 @@ import argparse
 import os
 import sys
 
+from slurm_supernode.cli.options import int_range, number
 from slurm_supernode.errors import InputError, PlacementError
 
+_positive = int_range(1, 1 << 30)
+_amount = number(above=0, maximum=1e18)
 MODEL_FLAGS = (
-    ("--hidden", int, "hidden size"),
-    ("--layers", int, "transformer layers"),
-    ("--seq", int, "sequence length (tokens)"),
-    ("--micro-batch", int, "sequences per micro-batch"),
-    ("--dtype-bytes", int, "bytes per activation/gradient element (2 for bf16)"),
-    ("--experts", int, "MoE experts per layer"),
-    ("--topk", int, "experts per token"),
-    ("--params", float, "total parameters (e.g. 70e9)"),
-    ("--active-params", float, "parameters used per token (MoE)"),
+    ("--hidden", _positive, "hidden size"),
+    ("--layers", _positive, "transformer layers"),
+    ("--seq", _positive, "sequence length (tokens)"),
+    ("--micro-batch", _positive, "sequences per micro-batch"),
+    ("--dtype-bytes", int_range(1, 64), "bytes per activation/gradient element (2 for bf16)"),
+    ("--experts", _positive, "MoE experts per layer"),
+    ("--topk", _positive, "experts per token"),
+    ("--params", _amount, "total parameters (e.g. 70e9)"),
+    ("--active-params", _amount, "parameters used per token (MoE)"),
 )
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
-    return value
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -54,10 +47,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     for flag, typ, text in MODEL_FLAGS:
         g.add_argument(flag, type=typ, help=text)
     g.add_argument("--global-batch", type=_positive, help="sequences per step (default: world)")
-    g.add_argument("--compute-time", type=float, help="compute seconds per step (measured)")
-    g.add_argument("--tflops", type=float, help="peak TFLOP/s per device (derives compute)")
-    g.add_argument("--mfu", type=float, default=0.4, help="model FLOPs utilisation (0.4)")
-    g.add_argument("--device-memory", type=float, help="GB per device: filter --recommend")
+    g.add_argument("--compute-time", type=_amount, help="compute seconds per step (measured)")
+    g.add_argument("--tflops", type=_amount, help="peak TFLOP/s per device (derives compute)")
+    g.add_argument(
+        "--mfu", type=number(above=0, maximum=1), default=0.4, help="model FLOPs utilisation (0.4)"
+    )
+    g.add_argument("--device-memory", type=_amount, help="GB per device: filter --recommend")
     g.add_argument("--recommend", action="store_true", help="rank feasible layouts (top 10)")
     g.add_argument("--top", type=_positive, default=10, help="how many layouts to recommend")
     o = p.add_argument_group("files")
@@ -103,6 +98,7 @@ def _workload(args):
 def run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
+    from slurm_supernode.fsutil import check_output_path
     from slurm_supernode.placement.model import Layout
     from slurm_supernode.placement.rankmap import build_rank_map
     from slurm_supernode.placement.render import render_plan
@@ -111,6 +107,12 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(
             "no nodelist given", where="--nodelist", hint="pass --nodelist or run inside a job"
         )
+    for option, out in (
+        ("--hccl-rank-table", args.hccl_rank_table),
+        ("--nccl-topo-file", args.nccl_topo_file),
+    ):
+        if out:
+            check_output_path(out, option)
     work = _workload(args)  # validate the model flags before loading anything
     site = _load_site(args.site)
     layout = Layout(tp=args.tp, cp=args.cp, ep=args.ep, pp=args.pp, order=args.order)

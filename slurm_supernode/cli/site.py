@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from slurm_supernode.cli.options import int_range
 from slurm_supernode.errors import InputError
 
 
@@ -23,11 +24,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("file", metavar="FILE", help="site config (path or site name)")
     p = sub.add_parser("export", help="generate Slurm config fragments or JSON")
     p.add_argument("file", metavar="FILE", help="site config (path or site name)")
-    p.add_argument("--format", "-f", required=True, choices=list(EXPORTERS), dest="fmt")
+    p.add_argument(
+        "--format", "-f", required=True, choices=list(EXPORTERS), dest="fmt", help="what to export"
+    )
     p.add_argument("-o", "--output", metavar="OUT", help="write here (atomically), not stdout")
     p.add_argument(
         "--node-port-base",
-        type=int,
+        type=int_range(1, 65535),
         metavar="N",
         help="slurm-nodes: add Port=N+i per node in physical order (several slurmd per host)",
     )
@@ -54,7 +57,7 @@ def _validate(args: argparse.Namespace) -> int:
         try:
             path = find_site(arg)
         except InputError as exc:
-            print(f"{arg}: {exc}", file=sys.stderr)
+            print(str(exc) if exc.where else f"{arg}: {exc}", file=sys.stderr)
             status = 2
             continue
         site, problems = load_file(path)
@@ -84,9 +87,11 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from slurm_supernode.fsutil import write_atomic
+    from slurm_supernode.fsutil import check_output_path, write_atomic
     from slurm_supernode.site.export import export, export_warnings
 
+    if args.output:
+        check_output_path(args.output, "-o/--output")
     site = _load(args.file)
     target = _target(args.slurm_version)
     text = export(site, args.fmt, args.node_port_base, target)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from slurm_supernode.cli.options import Renamed, non_negative, positive
 from slurm_supernode.launch.jobspec import JobSpec, parse_env_items
 from slurm_supernode.placement.model import DEFAULT_ORDER, Layout
 
@@ -12,7 +13,7 @@ from slurm_supernode.placement.model import DEFAULT_ORDER, Layout
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.description = (
         "Submit a torchrun job that runs on whole super nodes. Options named like sbatch's "
-        "mean the same; everything after SCRIPT goes to the script."
+        "mean the same; everything after SCRIPT (or -m MODULE) goes to the program."
     )
     s = p.add_argument_group("sbatch-compatible")
     s.add_argument("-J", "--job-name")
@@ -36,24 +37,57 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="pass ARG to sbatch as is (repeatable), e.g. --sbatch=--reservation=r1",
     )
     g = p.add_argument_group("super nodes and placement")
-    g.add_argument("-S", "--supernodes", type=int, help="whole super nodes (default 1)")
-    g.add_argument("-N", "--nodes", type=int, help="nodes; rounded up to whole super nodes")
+    g.add_argument(
+        "-S",
+        "--supernodes",
+        type=positive,
+        metavar="N",
+        help="whole super nodes (default 1); not sbatch's -S/--core-spec",
+    )
+    g.add_argument(
+        "-N", "--nodes", type=positive, metavar="N", help="nodes; rounded up to whole super nodes"
+    )
     g.add_argument("--allow-partial", action="store_true", help="keep -N exactly")
-    g.add_argument("--nproc-per-node", type=int, help="processes per node (default: devices)")
+    g.add_argument(
+        "--nproc-per-node", type=positive, metavar="N", help="processes per node (default: devices)"
+    )
     for dim in ("tp", "cp", "ep", "pp"):
-        g.add_argument(f"--{dim}", type=int, default=1, help=f"{dim.upper()} size (default 1)")
+        g.add_argument(
+            f"--{dim}", type=positive, default=1, metavar="N", help=f"{dim.upper()} size (1)"
+        )
     g.add_argument("--order", default=DEFAULT_ORDER, help="dimension order, innermost first")
     j = p.add_argument_group("snrun")
     j.add_argument("--site", help="site name or path (default $SNRUN_SITE)")
     j.add_argument("--env", action="append", default=[], metavar="K=V", help="repeatable")
-    j.add_argument("--profile", action="append", default=[], help="extra site env profile")
+    j.add_argument(
+        "--env-profile",
+        dest="profile",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="extra env profile of the site (repeatable)",
+    )
+    j.add_argument(
+        "--profile",
+        action=Renamed,
+        new="--env-profile",
+        why="sbatch's --profile selects acct_gather profiling",
+    )
     j.add_argument("--template", help="template name or path (default sbatch.sh.j2)")
     j.add_argument(
-        "--block", action="append", default=[], metavar="NAME=PATH", help="replace one block"
+        "--template-block",
+        dest="block",
+        action="append",
+        default=[],
+        metavar="NAME=PATH",
+        help="replace one block of the template (repeatable)",
+    )
+    j.add_argument(
+        "--block", action=Renamed, new="--template-block", why="sbatch's --block is not this"
     )
     j.add_argument(
         "--max-restarts",
-        type=int,
+        type=non_negative,
         metavar="N",
         help="restarts per failure class (default: the site's `restarts:`, else 3)",
     )
@@ -76,13 +110,61 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     j.add_argument("--json", action="store_true", help="with --dry-run: the plan as JSON")
     p.add_argument("-m", dest="module", metavar="MODULE", help="run a module instead of a script")
-    p.add_argument("program", nargs="?", metavar="SCRIPT")
-    p.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS")
+    p.add_argument("program", nargs="?", metavar="SCRIPT", help="the training script")
+    p.add_argument("args", nargs="*", metavar="ARGS", help="arguments of the script, kept as is")
+
+
+def split_argv(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[list[str], list[str]]:
+    """(snrun's options, [SCRIPT, ARGS...]): everything from the script on is the program's.
+
+    ``-m MODULE`` ends snrun's options too (the module stays with them). A value-taking option
+    consumes the next word; ``--`` ends the options explicitly.
+    """
+    longs = {o: a for o, a in parser._option_string_actions.items() if o.startswith("--")}
+    i = 0
+    while i < len(argv):
+        tok = argv[i]
+        if tok == "--":
+            return argv[:i], argv[i + 1 :]
+        if not tok.startswith("-") or tok == "-":
+            return argv[:i], argv[i:]
+        if tok.startswith("--"):
+            name, eq, _ = tok.partition("=")
+            action = longs.get(name)
+            if action is None:  # argparse accepts unique prefixes
+                hits = [a for o, a in longs.items() if o.startswith(name)]
+                action = hits[0] if len({id(a) for a in hits}) == 1 else None
+            takes = not eq and action is not None and action.nargs != 0
+        else:
+            action = parser._option_string_actions.get(tok[:2])
+            takes = len(tok) == 2 and action is not None and action.nargs != 0
+            if action is not None and action.dest == "module":
+                end = i + 2 if len(tok) == 2 else i + 1
+                return argv[:end], argv[end:]
+        i += 2 if takes else 1
+    return argv, []
+
+
+def parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """Parse snrun's options only; the script and its arguments are kept verbatim."""
+    own, program = split_argv(parser, argv)
+    ns = parser.parse_args(own)
+    if ns.module:
+        ns.program, ns.args = None, program
+    else:
+        ns.program, ns.args = (program[0], program[1:]) if program else (None, [])
+    return ns
 
 
 def spec_from_args(ns: argparse.Namespace) -> JobSpec:
     from slurm_supernode.errors import InputError
 
+    if ns.json and not ns.dry_run:
+        raise InputError(
+            "only applies with --dry-run",
+            where="--json",
+            hint="snrun --dry-run --json ... prints the plan; --parsable prints the job id",
+        )
     if ns.module:
         program, args, module = ns.module, ([ns.program] if ns.program else []) + ns.args, True
     elif ns.program:
@@ -93,7 +175,7 @@ def spec_from_args(ns: argparse.Namespace) -> JobSpec:
     for item in ns.block:
         name, sep, path = item.partition("=")
         if not sep:
-            raise InputError(f"bad --block {item!r}", where="--block", hint="use NAME=PATH")
+            raise InputError(f"bad value {item!r}", where="--template-block", hint="use NAME=PATH")
         blocks.append((name, path))
     return JobSpec(
         program=program,

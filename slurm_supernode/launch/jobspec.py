@@ -46,6 +46,10 @@ class JobSpec:
     fork_workers: bool = False  # torchrun --run-path --start-method=fork (one torch import)
     workdir: str | None = None
     launcher_python: str | None = None  # python3 that runs the agent inside the job
+    # Exact hosts of the whole super nodes to run on (bench over named super nodes): a single
+    # allocation names them with --nodelist instead of --segment/--switches (Slurm 24.11
+    # refuses --segment with a nodelist that spans blocks, and the list is exact anyway).
+    pinned_nodes: str | None = None
 
     @property
     def name(self) -> str:

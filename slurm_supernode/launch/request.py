@@ -199,7 +199,7 @@ def plan_request(
         raise InputError("give either -S/--supernodes or -N/--nodes, not both", where="-S/-N")
     for opt, val in (("-S/--supernodes", spec.supernodes), ("-N/--nodes", spec.nodes)):
         if val is not None and val < 1:
-            raise InputError(f"{opt} must be at least 1, got {val}", where=opt)
+            raise InputError(f"must be at least 1, got {val}", where=opt)
 
     strategy, notices = resolve_strategy(site, facts)
     partition = spec.partition or site.slurm.partition
@@ -259,6 +259,10 @@ def plan_request(
     elif strategy == "features":
         comp = (f"--nodes={size}", f"--constraint=[{feats}]", *alloc)
         components = [comp] * k
+        total, whole = k * size, k
+    elif spec.pinned_nodes:
+        # block/switches on named super nodes: the list is exact; no --segment/--switches.
+        components = [(f"--nodes={k * size}", f"--nodelist={spec.pinned_nodes}", *alloc)]
         total, whole = k * size, k
     elif strategy == "block":
         components = [(f"--nodes={k * size}", f"--segment={size}", *alloc)]

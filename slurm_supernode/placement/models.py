@@ -96,9 +96,14 @@ def model_spec(preset: str | None = None, **overrides) -> ModelSpec:
         spec = ModelSpec(name="custom", **given)
     for key in ("hidden", "layers", "seq", "micro_batch", "dtype_bytes", "experts", "topk"):
         if getattr(spec, key) < 1:
-            raise InputError(f"{key}={getattr(spec, key)} must be at least 1", where=f"--{key}")
+            flag = "--" + key.replace("_", "-")
+            raise InputError(f"must be at least 1, got {getattr(spec, key)}", where=flag)
     if spec.params <= 0:
-        raise InputError(f"params={spec.params:g} must be positive", where="--params")
+        raise InputError(f"must be positive, got {spec.params:g}", where="--params")
     if spec.topk > spec.experts:
-        raise InputError(f"topk={spec.topk} exceeds experts={spec.experts}", where="--topk")
+        raise InputError(
+            f"{spec.topk} is more than --experts {spec.experts}",
+            where="--topk",
+            hint="experts per token cannot exceed experts per layer",
+        )
     return spec

@@ -14,7 +14,11 @@ Sites are found by path or by name (``find_site``): an existing path, ``$SNRUN_S
 from __future__ import annotations
 
 import difflib
+import errno
+import math
 import os
+import re
+import stat
 import string
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -25,6 +29,7 @@ import yaml
 
 from slurm_supernode.errors import ConfigError, InputError, Problem
 from slurm_supernode.hostlist import HostlistError, expand
+from slurm_supernode.hostlist import size as hostlist_size
 from slurm_supernode.site.model import (
     LINK_LEVELS,
     RESTART_CAUSES,
@@ -42,7 +47,13 @@ from slurm_supernode.site.model import (
     SlurmSettings,
     SuperNode,
 )
-from slurm_supernode.site.validate import Loc, SourceMap, check_device_groups, validate_site
+from slurm_supernode.site.validate import (
+    Loc,
+    SourceMap,
+    check_device_groups,
+    slurm_value_problem,
+    validate_site,
+)
 
 SYSTEM_SITES_DIR = Path("/etc/snrun/sites")
 SITE_ENV = "SNRUN_SITE"
@@ -113,6 +124,24 @@ _KIND = {
     _STR: "a string",
 }
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# Tags the safe resolver gives plain YAML; anything else (!!python/..., !custom) is refused.
+_PLAIN_TAGS = {
+    f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null", "seq", "map")
+} | {"tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:merge"}
+# What YAML accepts as text (PyYAML's reader): no other control characters, no surrogates.
+_NON_PRINTABLE = re.compile(
+    "[^\x09\x0a\x0d\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"
+)
+
+# Bounds: far above any real site, low enough that loading a typo (n[0-9999999]) or a hostile
+# file answers at once with the number instead of allocating gigabytes.
+MAX_FILE_BYTES = 64 << 20
+MAX_SITE_NODES = 250_000
+MAX_SITE_DEVICES = 1_000_000
+MAX_DEVICES_PER_NODE = 1024
+MAX_CPUS = 65_535  # slurm.conf CPUs= is 16 bits
+MAX_MEMORY_MB = 1 << 40
+MAX_INT = (1 << 31) - 1
 
 
 # -- finding sites --------------------------------------------------------------------------
@@ -146,16 +175,19 @@ def find_site(name_or_path: str | os.PathLike | None) -> Path:
                 hint=f"pass --site NAME or FILE, or set ${SITE_ENV}; sites: "
                 + (", ".join(available_sites()) or "none installed"),
             )
-    path = Path(arg).expanduser()
-    if path.is_file():
+    name = os.fspath(arg)
+    path = Path(name).expanduser()
+    why = path_problem(path)
+    if why is None:
         return path
-    name = str(arg)
-    if "/" not in name and not name.endswith((".yaml", ".yml")):
-        for folder in (SYSTEM_SITES_DIR, bundled_sites_dir()):
-            if folder is not None:
-                candidate = folder / f"{name}.yaml"
-                if candidate.is_file():
-                    return candidate
+    looks_like_path = "/" in name or name.endswith((".yaml", ".yml")) or why != "no such file"
+    if looks_like_path:
+        raise InputError(why, where=shown_path(name), hint=_PATH_HINTS.get(why, _SITE_HINT))
+    for folder in (SYSTEM_SITES_DIR, bundled_sites_dir()):
+        if folder is not None:
+            candidate = folder / f"{name}.yaml"
+            if path_problem(candidate) is None:
+                return candidate
     names = list(available_sites())
     close = difflib.get_close_matches(name, names, n=1)
     hint = f"did you mean {close[0]!r}? " if close else ""
@@ -163,6 +195,69 @@ def find_site(name_or_path: str | os.PathLike | None) -> Path:
         f"unknown site {name!r}",
         hint=hint + "available sites: " + (", ".join(names) or "none") + "; or give a file path",
     )
+
+
+_SITE_HINT = "give a site name (snrun site list) or the path of a site YAML file"
+_PATH_HINTS = {
+    "no such file": _SITE_HINT,
+    "is a directory": "give the YAML file inside it",
+    "file name is too long": "each path component may have at most 255 bytes",
+}
+
+
+def shown_path(text: str, limit: int = 80) -> str:
+    """A path for a one-line message: control characters escaped, absurd lengths shortened."""
+    shown = text.encode("unicode_escape", "backslashreplace").decode("ascii")
+    return shown if len(shown) <= limit else shown[: limit // 2] + "..." + shown[-limit // 4 :]
+
+
+def short_repr(value: str, limit: int = 60) -> str:
+    """repr() of a value for a one-line message, shortened in the middle when absurdly long."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit // 2] + "..." + text[-limit // 4 :]
+
+
+def path_problem(path: Path) -> str | None:
+    """Why ``path`` is not a readable regular file, in words (None: it is one).
+
+    Never opens the path: a FIFO would block the reader, so only ``stat`` is used.
+    """
+    try:
+        st = os.stat(path)
+    except ValueError:
+        return "the path contains a NUL byte"
+    except OSError as exc:
+        return _os_problem(path, exc)
+    if stat.S_ISDIR(st.st_mode):
+        return "is a directory"
+    if stat.S_ISFIFO(st.st_mode):
+        return "is a FIFO (named pipe), not a regular file"
+    if not stat.S_ISREG(st.st_mode):
+        return "is not a regular file (a device or socket)"
+    if not os.access(path, os.R_OK):
+        return "is not readable (permission denied)"
+    return None
+
+
+def _os_problem(path: Path, exc: OSError) -> str:
+    code = exc.errno
+    if code == errno.ENAMETOOLONG:
+        return "file name is too long"
+    if code == errno.ELOOP:
+        return "is a loop of symbolic links"
+    if code in (errno.EACCES, errno.EPERM):
+        return "cannot be reached (permission denied on a directory above it)"
+    if code == errno.ENOTDIR:
+        for parent in path.parents:
+            if parent.is_file():
+                return f"{shown_path(str(parent))} is a file, not a directory"
+        return "a part of the path is not a directory"
+    if code == errno.ENOENT:
+        if os.path.islink(path):
+            target = shown_path(os.readlink(path))
+            return f"is a broken symbolic link (to {target}, which is missing)"
+        return "no such file"
+    return (exc.strerror or "cannot be read").lower()
 
 
 def load_site(name_or_path: str | os.PathLike | None) -> Site:
@@ -177,17 +272,94 @@ def load_site(name_or_path: str | os.PathLike | None) -> Site:
 def load_file(path: str | os.PathLike) -> tuple[Site | None, list[Problem]]:
     """Parse and validate one file; returns the site (None if unusable) and all problems."""
     p = Path(path)
+    why = path_problem(p)
+    if why is None and p.stat().st_size > MAX_FILE_BYTES:
+        why = f"is {p.stat().st_size} bytes; a site config may have at most {MAX_FILE_BYTES}"
+    if why is None:
+        try:
+            data = p.read_bytes()
+        except OSError as exc:
+            why = _os_problem(p, exc)
+    if why is not None:
+        it = "it " if why.startswith("is ") else ""
+        hint = _PATH_HINTS.get(why, "check the path")
+        return None, [Problem(str(path), 1, 1, f"cannot read the site config: {it}{why}", hint)]
     try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        return None, [Problem(str(path), 1, 1, f"cannot read: {exc}")]
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return None, [_byte_problem(str(path), data, exc.start)]
     return parse_site(text, str(path))
+
+
+def _byte_problem(file: str, data: bytes, pos: int) -> Problem:
+    """The first byte that is not UTF-8, at its line and column (in characters)."""
+    start = data.rfind(b"\n", 0, pos) + 1
+    line = data.count(b"\n", 0, pos) + 1
+    col = len(data[start:pos].decode("utf-8", "replace")) + 1
+    return Problem(
+        file, line, col, f"byte 0x{data[pos]:02x} is not UTF-8 text", "save the file as UTF-8"
+    )
+
+
+def _text_problems(text: str, file: str) -> list[Problem]:
+    """Characters YAML refuses (control characters, surrogates), each at its line:col."""
+    out: list[Problem] = []
+    for m in _NON_PRINTABLE.finditer(text):
+        start = text.rfind("\n", 0, m.start()) + 1
+        line = text.count("\n", 0, m.start()) + 1
+        ch = m.group()
+        out.append(
+            Problem(
+                file,
+                line,
+                m.start() - start + 1,
+                f"control character U+{ord(ch):04X} is not allowed in YAML",
+                "delete it; in a double-quoted string write an escape such as \\t",
+            )
+        )
+        if len(out) >= 20:
+            break
+    return out
+
+
+def _tag_problems(root: yaml.Node, file: str) -> list[Problem]:
+    """Explicit YAML tags (!!python/object, !custom) at their positions: a site is plain data."""
+    out: list[Problem] = []
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:  # aliases share nodes: each is checked once
+            continue
+        seen.add(id(node))
+        if node.tag not in _PLAIN_TAGS:
+            tag = node.tag.replace("tag:yaml.org,2002:", "!!")
+            out.append(
+                Problem(
+                    file,
+                    node.start_mark.line + 1,
+                    node.start_mark.column + 1,
+                    f"YAML tag {short_repr(tag)} is not allowed",
+                    "site configs are plain YAML: remove the tag",
+                )
+            )
+        if isinstance(node, yaml.SequenceNode):
+            stack.extend(reversed(node.value))
+        elif isinstance(node, yaml.MappingNode):
+            for k, v in reversed(node.value):
+                stack += [v, k]
+    return sorted(out, key=lambda p: (p.line, p.col))
 
 
 def parse_site(text: str, file: str = "<string>") -> tuple[Site | None, list[Problem]]:
     """Parse and validate config text; ``file`` is used in problem locations."""
+    bad_text = _text_problems(text, file)
+    if bad_text:
+        return None, bad_text
     try:
         root = yaml.compose(text, Loader=_Loader)
+    except RecursionError:
+        return None, [Problem(file, 1, 1, "YAML nesting is too deep", "a site config is flat")]
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
@@ -198,14 +370,19 @@ def parse_site(text: str, file: str = "<string>") -> tuple[Site | None, list[Pro
         return None, [
             Problem(file, line, col, f"YAML syntax error: {what}", "check indentation and quoting")
         ]
-    except yaml.YAMLError as exc:
-        return None, [Problem(file, 1, 1, f"YAML error: {exc}")]
+    except yaml.YAMLError:
+        return None, [Problem(file, 1, 1, "YAML error", "check the file is YAML")]
+    if root is not None:
+        tags = _tag_problems(root, file)
+        if tags:
+            return None, tags
     builder = _Builder(file)
     site = builder.build(root)
     problems = builder.problems
     if site is not None:
         problems += validate_site(site, builder.src)
-    return site, _dedupe(problems)
+    problems = sorted(_dedupe(problems), key=lambda p: (p.line, p.col))
+    return (None if builder.fatal else site), problems
 
 
 def _dedupe(problems: list[Problem]) -> list[Problem]:
@@ -238,6 +415,8 @@ class _Builder:
         self.src = SourceMap(file)
         self._cons = yaml.constructor.SafeConstructor()
         self._spec_broken = False
+        self.fatal = False  # a bound was exceeded: no site, only the problem
+        self.hosts_total = 0  # hosts named so far, against MAX_SITE_NODES
 
     # -- primitives --------------------------------------------------------------------
     @staticmethod
@@ -313,34 +492,93 @@ class _Builder:
             return None
         return node.value.lower() in ("true", "yes", "on")
 
-    def integer(self, node: yaml.Node, what: str, minimum: int | None = None) -> int | None:
+    def integer(
+        self,
+        node: yaml.Node,
+        what: str,
+        minimum: int | None = None,
+        maximum: int = MAX_INT,
+        hint: str | None = None,
+    ) -> int | None:
         if not isinstance(node, yaml.ScalarNode) or node.tag != _INT:
-            self.err(node, f"{what} must be an integer, got {self._kind(node)}")
+            self.err(node, f"{what} must be an integer, got {self._kind(node)}", hint)
             return None
-        value = self._cons.construct_yaml_int(node)
+        digits = node.value.lstrip("+-0").replace("_", "")
+        value = self._cons.construct_yaml_int(node) if len(digits) <= 30 else None
+        if value is None or value > maximum:
+            shown = node.value if len(node.value) <= 30 else f"a {len(node.value)}-digit number"
+            self.err(node, f"{what} must be <= {maximum}, got {shown}", hint)
+            return None
         if minimum is not None and value < minimum:
-            self.err(node, f"{what} must be >= {minimum}, got {value}")
+            self.err(node, f"{what} must be >= {minimum}, got {value}", hint)
             return None
         return value
 
-    def number(self, node: yaml.Node, what: str) -> float | None:
+    def number(
+        self,
+        node: yaml.Node,
+        what: str,
+        *,
+        minimum: float | None = None,
+        above: float | None = None,
+        hint: str | None = None,
+    ) -> float | None:
         if not isinstance(node, yaml.ScalarNode) or node.tag not in (_INT, _FLOAT):
-            self.err(node, f"{what} must be a number, got {self._kind(node)}")
+            self.err(node, f"{what} must be a number, got {self._kind(node)}", hint)
             return None
-        if node.tag == _INT:
-            return float(self._cons.construct_yaml_int(node))
-        return self._cons.construct_yaml_float(node)
+        try:
+            value = float(node.value.replace("_", ""))
+        except ValueError:
+            value = self._cons.construct_yaml_float(node)
+        if not math.isfinite(value):
+            self.err(node, f"{what} must be a finite number, got {node.value}", hint)
+            return None
+        if minimum is not None and value < minimum:
+            self.err(node, f"{what} must be >= {minimum:g}, got {value:g}", hint)
+            return None
+        if above is not None and value <= above:
+            self.err(node, f"{what} must be > {above:g}, got {value:g}", hint)
+            return None
+        return value
 
-    def hostlist(self, node: yaml.Node, what: str) -> list[str] | None:
+    def slurm_value(self, node: yaml.Node, what: str, also: str = "") -> str | None:
+        """A string that is exported into a Slurm config file as one value."""
+        value = self.text(node, what)
+        if value is None:
+            return None
+        why = slurm_value_problem(value, also)
+        if why:
+            self.err(
+                node,
+                f"{what} {short_repr(value)} {why}",
+                "it is written into Slurm's config as one word: letters, digits, '-', '_', '.'",
+            )
+            return None
+        return value
+
+    def hostlist(self, node: yaml.Node, what: str, site_hosts: bool = True) -> list[str] | None:
+        """Expand a hostlist; ``site_hosts`` ones count against the site's bound of hosts."""
         expr = self.text(node, what)
         if expr is None:
             return None
         try:
+            n = hostlist_size(expr.strip())
+            if (self.hosts_total if site_hosts else 0) + n > MAX_SITE_NODES:
+                self.err(
+                    node,
+                    f"{what}: {n} hosts ({self.hosts_total + n} in the site so far);"
+                    f" a site may have at most {MAX_SITE_NODES}",
+                    "check the ranges for a typo (an extra digit)",
+                )
+                self.fatal = True
+                return None
+            if site_hosts:
+                self.hosts_total += n
             return expand(expr.strip())
         except HostlistError as exc:
             self.err(
                 node,
-                f"bad hostlist {expr!r} in {what}: {exc}",
+                f"bad hostlist {short_repr(expr)} in {what}: {exc}",
                 "Slurm hostlist syntax, e.g. gb[001-018] or n[0-3],n7",
             )
             return None
@@ -417,16 +655,9 @@ class _Builder:
         kw: dict[str, Any] = {}
         for key in ("partition", "spine_switch", "gres_name"):
             if key in m:
-                value = self.text(m[key][1], f"slurm.{key}")
+                value = self.slurm_value(m[key][1], f"slurm.{key}", ",:")
                 if value is not None:
-                    if any(c in value for c in " ,=#\t"):
-                        self.err(
-                            m[key][1],
-                            f"slurm.{key} {value!r} has a space, ',', '=' or '#'",
-                            "Slurm names are single words",
-                        )
-                    else:
-                        kw[key] = value
+                    kw[key] = value
         for key in m:
             self.src.slurm[key] = self.loc(m[key][1])
         if "strategy" in m:
@@ -445,6 +676,16 @@ class _Builder:
                 kw["feature_format"] = fmt
         if "supernode_partitions" in m:
             parts = self.str_list(m["supernode_partitions"][1], "slurm.supernode_partitions")
+            for part in parts or ():
+                why = slurm_value_problem(part, ",:")
+                if why:
+                    self.err(
+                        m["supernode_partitions"][1],
+                        f"slurm.supernode_partitions item {short_repr(part)} {why}",
+                        "partition names are single words",
+                    )
+                    parts = None
+                    break
             if parts is not None:
                 kw["supernode_partitions"] = parts
         if "node_options" in m:
@@ -458,10 +699,14 @@ class _Builder:
                         "snrun writes it from node_defaults / super nodes / --node-port-base",
                     )
                     continue
-                if not key.isalnum():
-                    self.err(knode, f"bad NodeName attribute {key!r}", "e.g. NodeAddr, Weight")
+                if not (key.isascii() and key.isalnum()):
+                    self.err(
+                        knode,
+                        f"bad NodeName attribute {short_repr(key)}",
+                        "e.g. NodeAddr, Weight",
+                    )
                     continue
-                value = self.text(vnode, f"slurm.node_options.{key}")
+                value = self.slurm_value(vnode, f"slurm.node_options.{key}")
                 if value is not None:
                     pairs.append((key, value))
             kw["node_options"] = tuple(pairs)
@@ -495,10 +740,16 @@ class _Builder:
                 continue
             label = f"{what}.{key}"
             value: Any = None
-            if key in ("devices", "cpus", "memory_mb"):
-                value = self.integer(vnode, label, 1)
-            elif key in ("gres_type", "gres_file"):
-                value = self.text(vnode, label)
+            if key == "devices":
+                value = self.integer(vnode, label, 1, MAX_DEVICES_PER_NODE, "GPUs/NPUs per node")
+            elif key == "cpus":
+                value = self.integer(vnode, label, 1, MAX_CPUS, "slurm.conf CPUs=")
+            elif key == "memory_mb":
+                value = self.integer(vnode, label, 1, MAX_MEMORY_MB, "slurm.conf RealMemory=, MB")
+            elif key == "gres_type":  # Gres=gpu:TYPE:N and gres.conf Type=
+                value = self.slurm_value(vnode, label, ",:")
+            elif key == "gres_file":  # gres.conf File=/dev/nvidia[0-7]
+                value = self.slurm_value(vnode, label)
             elif key == "device_groups":
                 value = self._device_groups(vnode, label)
             elif key == "nics":
@@ -514,11 +765,16 @@ class _Builder:
         if groups is None:
             return None
         out = []
+        if len(groups) > MAX_DEVICES_PER_NODE or any(
+            isinstance(g, yaml.SequenceNode) and len(g.value) > MAX_DEVICES_PER_NODE for g in groups
+        ):
+            self.err(node, f"{what} lists more than {MAX_DEVICES_PER_NODE} groups or devices")
+            return None
         for g in groups:
             items = self.seq(g, f"{what} item")
             if items is None:
                 return None
-            ids = [self.integer(i, f"{what} device id") for i in items]
+            ids = [self.integer(i, f"{what} device id", 0, MAX_DEVICES_PER_NODE) for i in items]
             if None in ids:
                 return None
             out.append(tuple(ids))
@@ -537,6 +793,12 @@ class _Builder:
             else None
         )
         hcas = self.str_list(m["hcas"][1], f"{what}.hcas") if "hcas" in m else ()
+        if hcas and len(set(hcas)) != len(hcas):
+            dup = next(h for h in hcas if hcas.count(h) > 1)
+            self.err(m["hcas"][1], f"{what}.hcas lists {dup!r} twice", "list each HCA once")
+        if hcas and len(hcas) > MAX_DEVICES_PER_NODE:
+            self.err(m["hcas"][1], f"{what}.hcas lists more than {MAX_DEVICES_PER_NODE} HCAs")
+            hcas = ()
         return NicSpec(socket_ifname=ifname, hcas=hcas or ())
 
     # -- super nodes -------------------------------------------------------------------
@@ -567,7 +829,7 @@ class _Builder:
                     continue
                 nodes_node = next((v for kn, v in onode.value if kn.value == "nodes"), None)
                 hosts = (
-                    self.hostlist(nodes_node, f"node_overrides[{k}].nodes")
+                    self.hostlist(nodes_node, f"node_overrides[{k}].nodes", site_hosts=False)
                     if (nodes_node is not None)
                     else None
                 )
@@ -581,6 +843,7 @@ class _Builder:
         spec_cache: dict[tuple, NodeSpec] = {}
         out: list[SuperNode] = []
         gnode = 0
+        devices_total = 0
         sn_layer_key = -1
         for i, r in enumerate(raw):
             nodes: list[Node] = []
@@ -597,6 +860,16 @@ class _Builder:
                     layers = [defaults, r["layer"], *(overrides[k] for k in over)]
                     spec = self._merge_spec(layers, r["name_loc"], name)
                     spec_cache[key] = spec
+                devices_total += spec.devices
+                if devices_total > MAX_SITE_DEVICES:
+                    self.err(
+                        r["name_loc"],
+                        f"the site has more than {MAX_SITE_DEVICES} devices by super node"
+                        f" {name!r} ({gnode + 1} nodes so far)",
+                        "check devices per node and the hostlists for a typo",
+                    )
+                    self.fatal = True
+                    return None
                 dev_ips: tuple[str, ...] | None = None
                 host_ip: tuple[str, ...] | None = None
                 if with_ips:
@@ -760,6 +1033,15 @@ class _Builder:
                     "device groups must split 0..devices-1 into disjoint islands,"
                     " e.g. [[0,1,2,3],[4,5,6,7]]",
                 )
+        nics = merged.get("nics")
+        hcas = nics.value.hcas if nics is not None else ()
+        if hcas and devices % len(hcas) and len(hcas) % devices:
+            self.err(
+                nics.loc,
+                f"{len(hcas)} HCAs match no device layout of {devices} devices per node",
+                "list one HCA per device, one per group of devices (a divisor of the devices),"
+                " or several per device (a multiple)",
+            )
         kw = {k: v.value for k, v in merged.items() if k not in ("devices", "device_groups")}
         return NodeSpec(devices=devices, device_groups=groups, **kw)
 
@@ -831,10 +1113,15 @@ class _Builder:
             if "latency_us" not in lm:
                 self.err(vnode, f"links.{level} is missing required key 'latency_us'")
             vals: dict[str, Any] = {}
+            # Ranges are checked here, key by key: a missing key must not hide a bad value.
+            limits = {
+                "bandwidth_GBps": {"above": 0.0, "hint": "GB/s per device, one direction"},
+                "latency_us": {"minimum": 0.0, "hint": "microseconds"},
+            }
             for key in ("bandwidth_GBps", "latency_us"):
                 if key in lm:
                     self.src.links[(level, key)] = self.loc(lm[key][1])
-                    vals[key] = self.number(lm[key][1], f"links.{level}.{key}")
+                    vals[key] = self.number(lm[key][1], f"links.{level}.{key}", **limits[key])
             kind = self.text(lm["kind"][1], f"links.{level}.kind") if "kind" in lm else ""
             if vals.get("bandwidth_GBps") is not None and vals.get("latency_us") is not None:
                 out[level] = LinkLevel(
@@ -866,7 +1153,7 @@ class _Builder:
         m = self.mapping(node, "bench", BENCH_KEYS) or {}
         kw: dict[str, Any] = {}
         if "regression_pct" in m:
-            v = self.number(m["regression_pct"][1], "bench.regression_pct")
+            v = self.number(m["regression_pct"][1], "bench.regression_pct", hint="percent")
             if v is not None and not 0 < v < 100:
                 self.err(
                     m["regression_pct"][1], f"bench.regression_pct must be in (0, 100), got {v:g}"
@@ -874,12 +1161,15 @@ class _Builder:
             elif v is not None:
                 kw["regression_pct"] = v
         if "baseline_runs" in m:
-            v = self.integer(m["baseline_runs"][1], "bench.baseline_runs", 1)
+            v = self.integer(m["baseline_runs"][1], "bench.baseline_runs", 1, 10_000)
             if v is not None:
                 kw["baseline_runs"] = v
         if "sizes" in m:
             items = self.seq(m["sizes"][1], "bench.sizes") or []
-            sizes = [self.integer(s, "bench.sizes item", 1) for s in items]
+            if len(items) > 1000:
+                self.err(m["sizes"][1], "bench.sizes lists more than 1000 sizes")
+                items = []
+            sizes = [self.integer(s, "bench.sizes item", 1, 1 << 40, "bytes") for s in items]
             if None not in sizes:
                 kw["sizes"] = tuple(sizes)
         if "min_busbw_gbps" in m:
@@ -888,10 +1178,8 @@ class _Builder:
             for scope, (_k, vnode) in (
                 self.mapping(m["min_busbw_gbps"][1], "bench.min_busbw_gbps", scopes) or {}
             ).items():
-                v = self.number(vnode, f"bench.min_busbw_gbps.{scope}")
-                if v is not None and v <= 0:
-                    self.err(vnode, f"bench.min_busbw_gbps.{scope} must be > 0, got {v:g}")
-                elif v is not None:
+                v = self.number(vnode, f"bench.min_busbw_gbps.{scope}", above=0.0, hint="GB/s")
+                if v is not None:
                     floors.append((scope, v))
             kw["min_busbw_gbps"] = tuple(floors)
         return BenchSettings(**kw)
@@ -900,7 +1188,7 @@ class _Builder:
         m = self.mapping(node, "restarts", RESTART_CAUSES) or {}
         out = []
         for cause, (_, vnode) in m.items():
-            v = self.integer(vnode, f"restarts.{cause}", 0)
+            v = self.integer(vnode, f"restarts.{cause}", 0, 100_000, "restarts per job chain")
             if v is not None:
                 out.append((cause, v))
         return tuple(out)

@@ -22,6 +22,9 @@ MAX_SWITCH_NAME = 64
 MAX_BLOCK_LEVEL = 15
 # Characters Slurm's --constraint syntax gives meaning to; a feature name must avoid them.
 _FEATURE_SPECIALS = set("&|[]*,:()!{}<>=\"' \t")
+# Characters that end or split a value in slurm.conf / gres.conf / topology.conf lines
+# (``Key=value Key=value``, ``#`` starts a comment, quotes and ``\`` are Slurm's quoting).
+_SLURM_SPECIALS = set(" \t=#\"'\\")
 
 Loc = tuple[int, int]  # 1-based (line, col)
 
@@ -75,10 +78,28 @@ def check_device_groups(devices: int, groups: tuple[tuple[int, ...], ...]) -> li
     return problems
 
 
+def slurm_value_problem(value: str, also: str = "") -> str | None:
+    """Why ``value`` cannot be written as one value of a Slurm config line, or None.
+
+    Every value snrun exports (names, hosts, files, node options) goes through this: a newline,
+    a space, ``=`` or ``#`` would end the value and start another attribute, line or comment.
+    ``also`` adds characters the particular place gives a meaning to (',' in lists, ':' in Gres=).
+    """
+    if not value:
+        return "is empty"
+    for i, ch in enumerate(value):
+        if not (ch.isascii() and ch.isprintable()) or ch in _SLURM_SPECIALS or ch in also:
+            return f"contains {ch!r} at position {i + 1}, which a Slurm config value cannot hold"
+    return None
+
+
 def feature_name_problem(feature: str) -> str | None:
     """Why a Slurm node feature name is unusable in --constraint, or None."""
     if not feature:
         return "empty feature name"
+    why = slurm_value_problem(feature)
+    if why:
+        return f"feature name {feature!r} {why}"
     bad = sorted(set(feature) & _FEATURE_SPECIALS)
     if bad:
         return f"feature name {feature!r} contains {bad[0]!r}, which --constraint treats as syntax"
@@ -111,7 +132,6 @@ def validate_site(site: Site, src: SourceMap) -> list[Problem]:
     problems += _check_hosts(site, src)
     problems += _check_names(site, src)
     problems += _check_strategy(site, src)
-    problems += _check_links(site, src)
     problems += _check_ips(site, src)
     return problems
 
@@ -177,6 +197,18 @@ def _check_names(site: Site, src: SourceMap) -> list[Problem]:
             )
         names.setdefault(sn.name, i)
         if i in src.sn_unnamed:
+            continue
+        bad_name = slurm_value_problem(sn.name, ",")
+        if bad_name:
+            out.append(
+                _p(
+                    src,
+                    src.sn_name.get(i),
+                    f"super node name {sn.name!r} {bad_name}",
+                    "it becomes SwitchName=/BlockName= in topology.conf: letters, digits,"
+                    " '-', '_', '.'",
+                )
+            )
             continue
         loc = src.sn_feature.get(i) or src.slurm.get("feature_format") or src.sn_name.get(i)
         why = feature_name_problem(sn.feature)
@@ -259,30 +291,6 @@ def _check_strategy(site: Site, src: SourceMap) -> list[Problem]:
                         "rename it or set slurm.spine_switch",
                     )
                 )
-    return out
-
-
-def _check_links(site: Site, src: SourceMap) -> list[Problem]:
-    out: list[Problem] = []
-    for level, link in site.links.items():
-        if link.bandwidth_GBps <= 0:
-            out.append(
-                _p(
-                    src,
-                    src.links.get((level, "bandwidth_GBps")),
-                    f"links.{level}.bandwidth_GBps must be > 0, got {link.bandwidth_GBps:g}",
-                    "GB/s per device, one direction",
-                )
-            )
-        if link.latency_us < 0:
-            out.append(
-                _p(
-                    src,
-                    src.links.get((level, "latency_us")),
-                    f"links.{level}.latency_us must be >= 0, got {link.latency_us:g}",
-                    "microseconds",
-                )
-            )
     return out
 
 

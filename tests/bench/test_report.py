@@ -134,6 +134,7 @@ def test_html_and_prom_outputs_are_written_and_parse(tmp_path):
     db = tmp_path / "b.sqlite"
     _history(db, [1.0, 1.0, 1.0, 0.7], site='we"ird\\site')
     html_out, prom_out = tmp_path / "out" / "r.html", tmp_path / "out" / "r.prom"
+    (tmp_path / "out").mkdir()  # output directories are not created (a typo would be)
     code = _report(db, "--html", str(html_out), "--prom", str(prom_out), "--json",
                    str(tmp_path / "r.json"))  # fmt: skip
     assert code == REGRESSION_EXIT

@@ -131,6 +131,34 @@ def test_bench_plan_named_supernodes_schedule_and_begin(tmp_path):
         plan_bench(site, BenchJob(sizes="1Q"), jobs_root=tmp_path)
 
 
+@pytest.mark.parametrize("strategy", ["block", "switches"])
+def test_bench_on_named_supernodes_pins_nodelist_not_segment(tmp_path, strategy):
+    """Slurm 24.11 refuses --segment with a --nodelist spanning blocks: the named super nodes'
+    exact hosts are the request, without --segment/--switches."""
+    from slurm_supernode.launch.request import ClusterFacts
+
+    text = (ROOT / "site-configs" / "local.yaml").read_text()
+    path = tmp_path / "s.yaml"
+    path.write_text(text.replace("strategy: auto", f"strategy: {strategy}"))
+    site = load_site(str(path))
+    assert site.slurm.strategy == strategy
+    plugin = "topology/block" if strategy == "block" else "topology/tree"
+    facts = ClusterFacts(
+        version=(24, 11, 5), topology_plugin=plugin, supports_segment=True, has_block=True
+    )
+    plan = plan_bench(site, BenchJob(supernodes="sn[0-1]"), facts, jobs_root=tmp_path)
+    args = plan.request.sbatch_args()
+    assert not plan.request.heterogeneous and plan.request.strategy == strategy
+    assert "--nodelist=n[0-7]" in args and "--nodes=8" in args
+    assert not any(a.startswith(("--segment", "--switches")) for a in args)
+    one = plan_bench(site, BenchJob(supernodes="sn1"), facts, jobs_root=tmp_path)
+    assert "--nodelist=n[4-7]" in one.request.sbatch_args()
+    # without names: the strategy's own option
+    anyk = plan_bench(site, BenchJob(count=2), facts, jobs_root=tmp_path).request.sbatch_args()
+    assert "--nodelist=n[0-7]" not in anyk
+    assert any(a.startswith(("--segment=4", "--switches=2")) for a in anyk)
+
+
 def test_bench_script_quotes_values_and_is_valid_bash(tmp_path):
     site = _local()
     db = str(tmp_path / "it's $(here).sqlite")

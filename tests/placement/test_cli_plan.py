@@ -103,7 +103,7 @@ def test_writes_rank_table_and_topo(monkeypatch, tmp_path, capsys):
 def test_infeasible_layout_is_one_line_error(site, capsys):
     assert main(["plan", "--site", "x", "--nodelist", "h[0-7]", "--tp", "3"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("snrun: error: layout: tp=3 does not divide 8 devices per node")
+    assert err.startswith("snrun plan: error: layout: tp=3 does not divide 8 devices per node")
     assert "nearest feasible" in err and "Traceback" not in err
 
 
@@ -111,7 +111,7 @@ def test_infeasible_layout_is_one_line_error(site, capsys):
     ("args", "message"),
     [
         ([], "no nodelist given"),
-        (["--nodelist", "n0", "--tp", "0"], "must be at least 1"),
+        (["--nodelist", "n0", "--tp", "0"], "--tp: must be >= 1, got 0"),
         (["--nodelist", "n0", "--model", "nope", "--compute-time", "1"], "unknown model preset"),
         (["--nodelist", "n0", "--recommend"], "needs a model"),
         (["--nodelist", "n0", "--model", "llama-70b"], "compute time"),

@@ -39,7 +39,7 @@ def test_clustershell_syntax_is_refused(site, capsys, expr, char):
     assert main(["plan", "--site", "x", "--nodelist", expr]) == 2
     err = capsys.readouterr().err
     lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert lines[0].startswith(f"snrun: error: --nodelist: bad hostlist {expr!r}")
+    assert lines[0].startswith(f"snrun plan: error: --nodelist: bad hostlist {expr!r}")
     assert f"character {char!r} is not allowed" in lines[0]
     assert "Traceback" not in err
     with pytest.raises(InputError, match="not allowed"):
@@ -74,4 +74,4 @@ def test_duplicate_hosts_are_refused(hosts):
 def test_bad_ranges_are_located(site, capsys):
     assert main(["plan", "--site", "x", "--nodelist", "n[0-3"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("snrun: error: --nodelist: bad hostlist 'n[0-3': missing ']'")
+    assert err.startswith("snrun plan: error: --nodelist: bad hostlist 'n[0-3': missing ']'")

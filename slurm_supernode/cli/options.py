@@ -1,0 +1,186 @@
+"""Argument parsing shared by every sub-command: one-line errors and checked value types.
+
+argparse prints a 12-14 line usage block on a bad value and exits; snrun's own errors are one
+line with a hint. ``Parser.error`` turns argparse's messages into an ``InputError`` (exit 2)
+that names the option, says what was wrong in snrun's words and always carries a hint, so
+``snrun plan --tp 0`` prints ``snrun plan: error: --tp: must be >= 1, got 0 (hint: ...)``.
+The value types (``int_range``, ``number``) refuse NaN, infinities and out-of-range values at
+the option itself, before anything is loaded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import math
+import re
+from collections.abc import Callable
+
+from slurm_supernode.errors import InputError
+
+
+class UsageError(InputError):
+    """A bad command line (unknown option, bad value, missing argument). Exit 2.
+
+    ``prog`` is the (sub-)command whose line was bad, e.g. ``snrun site export``."""
+
+    prog: str | None = None
+
+
+_ARG = re.compile(r"^argument (?P<arg>[^:]+): (?P<msg>.*)$", re.S)
+_CHOICE = re.compile(r"^invalid choice: '(?P<value>.*)' \(choose from (?P<choices>.*)\)$", re.S)
+_BAD_TYPE = re.compile(r"^invalid (?P<type>\w+) value: '(?P<value>.*)'$", re.S)
+_TYPE_WORDS = {"int": "a whole number", "float": "a number"}
+
+
+class Parser(argparse.ArgumentParser):
+    """ArgumentParser whose errors are one line (``UsageError``) instead of usage + exit."""
+
+    def error(self, message: str):  # type: ignore[override]
+        where, text, hint = self._translate(message)
+        exc = UsageError(text, where=where, hint=hint or f"'{self.prog} --help' lists the options")
+        exc.prog = self.prog
+        raise exc
+
+    def _metavar(self, option: str) -> str:
+        action = self._option_string_actions.get(option)
+        if action is not None and isinstance(action.metavar, str):
+            return action.metavar
+        return "VALUE"
+
+    def _help_of(self, option: str) -> str | None:
+        action = self._option_string_actions.get(option)
+        if action is None:
+            for a in self._actions:
+                if option in (a.metavar, a.dest):
+                    action = a
+        if action is None or not action.help or action.help == argparse.SUPPRESS:
+            return None
+        return action.help.replace("%%", "%")
+
+    def _translate(self, message: str) -> tuple[str | None, str, str | None]:
+        m = _ARG.match(message)
+        if m:
+            where, msg = m["arg"], m["msg"]
+            option = where.split("/")[-1]
+            text, hint = _split_hint(msg)
+            choice = _CHOICE.match(text)
+            bad = _BAD_TYPE.match(text)
+            if choice:
+                choices = [c.strip().strip("'") for c in choice["choices"].split(",")]
+                close = difflib.get_close_matches(choice["value"], choices, n=1)
+                hint = (
+                    (f"did you mean {close[0]!r}? " if close else "")
+                    + "one of "
+                    + ", ".join(choices)
+                )
+                text = f"unknown value {choice['value']!r}"
+            elif bad:
+                kind = _TYPE_WORDS.get(bad["type"], f"a valid {bad['type']}")
+                text = f"must be {kind}, got {bad['value']!r}"
+            elif text == "expected one argument":
+                text = "needs a value"
+                hint = hint or f"{option} {self._metavar(option)}: " + (
+                    self._help_of(option) or f"see '{self.prog} --help'"
+                )
+            elif text.startswith("not allowed with argument "):
+                text = "cannot be combined with " + text.removeprefix("not allowed with argument ")
+                hint = hint or "give only one of them"
+            return where, text, hint or self._help_of(option)
+        if message.startswith("unrecognized arguments: "):
+            extra = message.removeprefix("unrecognized arguments: ").split()
+            first = extra[0] if extra else "?"
+            if first.startswith("-"):
+                options = [o for o in self._option_string_actions if o.startswith("--")]
+                close = difflib.get_close_matches(first.split("=")[0], options, n=1)
+                hint = f"did you mean {close[0]}? " if close else ""
+                return None, f"unknown option {first}", hint + f"see '{self.prog} --help'"
+            return None, f"unexpected argument {first!r}", f"see '{self.prog} --help'"
+        if message.startswith("the following arguments are required: "):
+            names = message.removeprefix("the following arguments are required: ")
+            return None, f"missing {names}", f"usage: {self._usage_line()}"
+        if message.startswith("one of the arguments ") and message.endswith(" is required"):
+            names = message.removeprefix("one of the arguments ").removesuffix(" is required")
+            return None, f"give one of {names}", f"see '{self.prog} --help'"
+        text, hint = _split_hint(message)
+        return None, text, hint
+
+    def _usage_line(self) -> str:
+        return " ".join(self.format_usage().split()).removeprefix("usage: ")
+
+
+def _split_hint(text: str) -> tuple[str, str | None]:
+    body, sep, hint = text.partition(" (hint: ")
+    return (body, hint.removesuffix(")")) if sep else (text, None)
+
+
+def int_range(minimum: int | None = None, maximum: int | None = None) -> Callable[[str], int]:
+    """An argparse type: a whole number within [minimum, maximum]."""
+
+    def convert(text: str) -> int:
+        try:
+            value = int(text.strip().replace("_", ""), 10)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+        if minimum is not None and value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+        if maximum is not None and value > maximum:
+            raise argparse.ArgumentTypeError(f"must be <= {maximum}, got {value}")
+        return value
+
+    convert.__name__ = "int"
+    return convert
+
+
+def number(
+    minimum: float | None = None,
+    maximum: float | None = None,
+    *,
+    above: float | None = None,
+    below: float | None = None,
+) -> Callable[[str], float]:
+    """An argparse type: a finite number in range (``above``/``below`` exclude the bound)."""
+
+    def convert(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+        if minimum is not None and value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum:g}, got {value:g}")
+        if above is not None and value <= above:
+            raise argparse.ArgumentTypeError(f"must be > {above:g}, got {value:g}")
+        if maximum is not None and value > maximum:
+            raise argparse.ArgumentTypeError(f"must be <= {maximum:g}, got {value:g}")
+        if below is not None and value >= below:
+            raise argparse.ArgumentTypeError(f"must be < {below:g}, got {value:g}")
+        return value
+
+    convert.__name__ = "float"
+    return convert
+
+
+# Upper bounds for counts given on the command line: far above any real machine, low enough
+# that nothing downstream allocates per unit of an absurd number.
+MAX_COUNT = 1_000_000
+positive = int_range(1, MAX_COUNT)
+non_negative = int_range(0, MAX_COUNT)
+
+
+class Renamed(argparse.Action):
+    """An old option name that now means something else: a one-line error with the new name."""
+
+    def __init__(self, option_strings, dest, new: str = "", why: str = "", **kw):
+        kw.setdefault("help", argparse.SUPPRESS)
+        super().__init__(option_strings, dest=argparse.SUPPRESS, **kw)
+        self.new = new
+        self.why = why
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        raise UsageError(
+            f"renamed to {self.new}",
+            where=option_string,
+            hint=f"use {self.new}; {self.why}" if self.why else f"use {self.new}",
+        )
