@@ -295,7 +295,10 @@ def test_hung_rank_is_stopped_and_restarted(slurm_cluster, tmp_path: Path) -> No
     )
     assert final["state"] == "COMPLETED", final
     ends = attempts(job_dir)
-    assert [(a["cause"], a["action"]) for a in ends] == [("hang", "restart"), ("success", "complete")]
+    assert [(a["cause"], a["action"]) for a in ends] == [
+        ("hang", "restart"),
+        ("success", "complete"),
+    ]
 
 
 def test_cancel_ends_the_whole_chain(slurm_cluster, tmp_path: Path) -> None:
