@@ -110,10 +110,8 @@ class JobInputs:
         return cls.from_dict(data, where=str(path))
 
     def layout_obj(self) -> Layout:
-        """The Layout; dp is left to the rank map (world size / the other dimensions)."""
-        names = {f.name for f in dataclasses.fields(Layout)}
-        given = {k: v for k, v in self.layout.items() if k in names}
-        return Layout(**(given | {"dp": 1}))
+        """The Layout; dp (and edp) are derived again from the hosts by the rank map."""
+        return Layout.from_dict(self.layout)
 
 
 def _is_a(value: Any, hint: Any) -> bool:

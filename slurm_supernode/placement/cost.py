@@ -1,34 +1,44 @@
-"""Communication cost of one training step: bytes per parallel dimension, priced per link level.
+"""Communication cost of one training step: the collectives each dimension runs, priced per link.
 
-"Count your communication before you buy a super node." For each dimension the bytes one
-device sends per step are counted from the model shape (the arithmetic of field-facts.md),
-assigned to the *slowest* link level any of its groups spans in the rank map (node, super
-node, inter), and priced as bytes / bandwidth + collective steps x latency. No overlap with
-compute is assumed (an upper bound), so communication share = comm / (compute + comm).
-
-Per device and step, with M micro-batches, Ls = layers / pp layers per stage, s' = seq / cp,
-a = micro_batch x s' x hidden x dtype_bytes (one activation tensor):
-  tp  M x Ls x 2a                                  (all-reduces, 2(tp-1) steps each, 4/layer)
-  cp  M x Ls x 4a x cp x (cp-1)/cp                 (K,V all-gather fwd + reduce-scatter bwd)
-  ep  M x Ls x 4a x topk x (ep-1)/ep               (dispatch+combine all-to-all, fwd+bwd)
-  dp  params/(tp x pp) x dtype_bytes x 2(dp-1)/dp  (ring all-reduce of gradients, once)
-  pp  M x 2a                                       (activation fwd + gradient bwd per boundary)
+"Count your communication before you buy a super node." For each parallel dimension the
+collectives one device takes part in per step are listed from the model shape (derived in
+docs/planner.md: Megatron's TP all-reduces, ring attention for CP, MoE all-to-all, the
+distributed optimizer's reduce-scatter + all-gather, pipeline sends), each priced on the slowest
+link level its groups span (node, cross_island, supernode, inter) with the ring model:
+  time = bytes_sent / bandwidth + latency_steps x latency
+  all_reduce of S bytes on n ranks: 2(n-1)/n x S sent, 2(n-1) steps
+  all_gather / reduce_scatter / all_to_all: (n-1)/n x S, n-1 steps; send/recv: S, 1 step
+The site's ``bandwidth_GBps`` is therefore the bus bandwidth (nccl-tests' busbw) of that level.
+No overlap with compute is assumed (an upper bound): share = comm / (compute + bubble + comm).
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass
 
 from slurm_supernode.errors import InputError
 from slurm_supernode.placement.checks import slowest_level, span_counts
-from slurm_supernode.placement.model import DIMENSIONS, Layout, RankMap
+from slurm_supernode.placement.model import DIMENSIONS, GROUP_DIMS, Layout, RankMap
 from slurm_supernode.placement.models import ModelSpec
-from slurm_supernode.site.model import LinkLevel, Site
+from slurm_supernode.site.model import CROSS_ISLAND, LinkLevel, Site
 
 GB = 1e9
 # weights (2) + gradients (2) + fp32 master, Adam m and v (12) bytes per parameter
 STATE_BYTES_PER_PARAM = 16
+# link levels from fastest to slowest, with the optional island level inside a node
+LEVEL_ORDER = ("node", CROSS_ISLAND, "supernode", "inter")
+
+# kind -> (bytes one rank sends per byte of buffer, latency steps), ring algorithms (nccl-tests'
+# busbw factors: a link running at its bus bandwidth moves a collective in size x factor / bw)
+COLLECTIVES = {
+    "all_reduce": (lambda n: 2 * (n - 1) / n, lambda n: 2 * (n - 1)),
+    "reduce_scatter": (lambda n: (n - 1) / n, lambda n: n - 1),
+    "all_gather": (lambda n: (n - 1) / n, lambda n: n - 1),
+    "all_to_all": (lambda n: (n - 1) / n, lambda n: n - 1),
+    "send_recv": (lambda n: 1.0, lambda n: 1),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +50,9 @@ class Workload:
     compute_time_s: float | None = None  # measured/given compute time of one step
     tflops: float | None = None  # peak dense TFLOP/s per device (when compute is derived)
     mfu: float = 0.4
+    # Megatron --sequence-parallel: TP all-reduces become all-gather + reduce-scatter (same
+    # bytes, twice the collectives) and pipeline sends carry 1/tp of the activation.
+    sequence_parallel: bool = False
 
     def __post_init__(self) -> None:
         if self.compute_time_s is None and self.tflops is None:
@@ -59,6 +72,47 @@ class Workload:
 
 
 @dataclass(frozen=True, slots=True)
+class Op:
+    """One kind of collective a device runs: ``count`` times per step on ``n`` ranks.
+
+    ``size`` is the buffer in nccl-tests' sense (all_reduce: the tensor; all_gather: the
+    gathered output; reduce_scatter: the input; all_to_all: what one rank holds; send_recv:
+    the message). ``group`` names the dimensions whose groups it runs on.
+    """
+
+    kind: str
+    size: float
+    count: float
+    n: int
+    group: tuple[str, ...]
+    what: str
+
+    @property
+    def bytes(self) -> float:
+        """Bytes one rank sends per step."""
+        return self.count * COLLECTIVES[self.kind][0](self.n) * self.size
+
+    @property
+    def steps(self) -> float:
+        return self.count * COLLECTIVES[self.kind][1](self.n)
+
+    def as_dict(self) -> dict:
+        return {
+            "kind": self.kind,
+            "what": self.what,
+            "size": self.size,
+            "count": self.count,
+            "n": self.n,
+        }
+
+
+def collective_time(link: LinkLevel, kind: str, size: float, n: int) -> float:
+    """Modelled seconds of one collective of ``size`` bytes on ``n`` ranks over ``link``."""
+    factor, steps = COLLECTIVES[kind]
+    return factor(n) * size / (link.bandwidth_GBps * GB) + steps(n) * link.latency_us * 1e-6
+
+
+@dataclass(frozen=True, slots=True)
 class DimCost:
     dim: str
     size: int
@@ -68,6 +122,7 @@ class DimCost:
     bandwidth_GBps: float
     latency_s: float
     time_s: float
+    ops: tuple[Op, ...] = ()
 
     def as_dict(self) -> dict:
         return {
@@ -79,6 +134,7 @@ class DimCost:
             "bandwidth_GBps": self.bandwidth_GBps,
             "latency_s": self.latency_s,
             "time_s": self.time_s,
+            "ops": [o.as_dict() for o in self.ops],
         }
 
 
@@ -119,26 +175,63 @@ class StepCost:
         }
 
 
-def _volumes(
-    model: ModelSpec, lay: Layout, micro_batches: int
-) -> dict[str, tuple[float, int, int]]:
-    """(bytes, collectives, latency steps per collective) per dimension for one device."""
-    m = micro_batches
-    stage_layers = model.layers / lay.pp
-    act = model.micro_batch * (model.seq / lay.cp) * model.hidden * model.dtype_bytes
-    out: dict[str, tuple[float, int, int]] = {}
-    tp, cp, ep, dp = lay.tp, lay.cp, lay.ep, lay.dp
-    out["tp"] = (m * stage_layers * 2 * act, int(m * stage_layers * 4), 2 * (tp - 1))
-    out["cp"] = (m * stage_layers * 4 * act * (cp - 1), int(m * stage_layers * 2), cp - 1)
-    ep_bytes = m * stage_layers * 4 * act * model.topk * (ep - 1) / ep if model.is_moe else 0.0
-    out["ep"] = (ep_bytes, int(m * stage_layers * 4) if model.is_moe else 0, ep - 1)
-    grads = model.params / (lay.tp * lay.pp) * model.dtype_bytes
-    out["dp"] = (grads * 2 * (dp - 1) / dp, 1, 2 * (dp - 1))
-    out["pp"] = (m * 2 * act, 2 * m, 1)
-    return {d: v if lay.size(d) > 1 else (0.0, 0, 0) for d, v in out.items()}
+def sequence_parallel(model: ModelSpec, lay: Layout, work: Workload) -> bool:
+    """SP as Megatron runs it: asked for, or forced (MoE with tp > 1 requires it)."""
+    return lay.tp > 1 and (work.sequence_parallel or model.is_moe)
+
+
+def traffic(model: ModelSpec, lay: Layout, m: int, sp: bool = False) -> dict[str, list[Op]]:
+    """The collectives of one device per step, per dimension (docs/planner.md derives each).
+
+    m micro-batches per pipeline, Ls = layers / pp per stage, a = b x (s/cp) x h x bytes the
+    activation of one micro-batch on one rank.
+    """
+    tp, cp, ep, dp, pp, etp = lay.tp, lay.cp, lay.ep, lay.dp, lay.pp, lay.expert_tp
+    nbytes = model.dtype_bytes
+    ls = model.layers / pp
+    tokens = model.micro_batch * model.seq / cp  # tokens of one micro-batch on one CP rank
+    act = tokens * model.hidden * nbytes
+    out: dict[str, list[Op]] = {d: [] for d in DIMENSIONS}
+    if tp > 1:  # 2 all-reduces forward (attention out, MLP out) + 2 backward per layer
+        if sp:
+            out["tp"] += [
+                Op("all_gather", act, 4 * m * ls, tp, ("tp",), "sequence-parallel all-gather"),
+                Op("reduce_scatter", act, 4 * m * ls, tp, ("tp",), "sequence-parallel RS"),
+            ]
+        else:
+            out["tp"].append(Op("all_reduce", act, 4 * m * ls, tp, ("tp",), "layer all-reduce"))
+    if cp > 1:  # ring attention: K,V passed forward; K,V and dK,dV backward (3 ring passes)
+        kv = 2 * tokens * model.kv_width / tp * nbytes  # this rank's K and V (heads split by tp)
+        out["cp"].append(Op("all_gather", cp * kv, 3 * m * ls, cp, ("cp",), "ring K,V passes"))
+    if ep > 1 and model.is_moe:  # dispatch + combine forward, and their gradients backward
+        routed = tokens / tp * model.topk * model.hidden * nbytes  # SP: tokens split over tp
+        out["ep"].append(Op("all_to_all", routed, 4 * m * ls, ep, ("ep",), "token all-to-all"))
+    # gradients: distributed optimizer = reduce-scatter grads + all-gather params, once a step,
+    # in the framework's groups (layout.py): dense weights are replicated over Megatron's
+    # data-parallel group with context parallelism (dp x cp ranks; dp already holds the EP
+    # ranks), expert weights over the expert data-parallel group (edp = W / (etp x ep x pp)).
+    dense_n, expert_n = dp * cp, lay.edp
+    dense = model.dense_params / (tp * pp) * nbytes
+    experts = model.expert_params / (ep * etp * pp) * nbytes
+    for size, n, group, what in (
+        (dense, dense_n, ("dp", "cp"), "dense gradients"),
+        (experts, expert_n, ("edp",), "expert gradients"),
+    ):
+        if n > 1 and size > 0:
+            out["dp"] += [
+                Op("reduce_scatter", size, 1, n, group, what + " reduce-scatter"),
+                Op("all_gather", size, 1, n, group, what.replace("gradients", "params")),
+            ]
+    if pp > 1:  # activation forward, its gradient backward, per micro-batch and boundary
+        msg = act / tp if sp else act
+        sends = 2 * m if pp > 2 else m  # middle stages send both ways; pp=2 one way each
+        out["pp"].append(Op("send_recv", msg, sends, 2, ("pp",), "stage activations"))
+    return out
 
 
 def _link(site: Site, level: str) -> LinkLevel:
+    if level == CROSS_ISLAND and CROSS_ISLAND not in site.links:
+        level = "supernode"  # islands of one node joined like the super node (documented)
     try:
         return site.links[level]
     except KeyError:
@@ -152,31 +245,46 @@ def _link(site: Site, level: str) -> LinkLevel:
 def micro_batches_of(model: ModelSpec, lay: Layout, global_batch: int | None) -> tuple[int, int]:
     """(micro-batches per pipeline, effective global batch) for a layout.
 
-    Data replicas are dp x ep (expert-parallel ranks see different tokens in the dense part).
+    Data replicas are the framework's dp = W / (tp x cp x pp): the EP ranks are carved out of
+    them and see different tokens.
     """
-    replicas = lay.dp * lay.ep
+    replicas = lay.dp
     gb = global_batch if global_batch is not None else lay.world_size * model.micro_batch
     m = max(1, -(-gb // (replicas * model.micro_batch)))
     return m, m * replicas * model.micro_batch
+
+
+def _slowest(levels: list[str | None]) -> str | None:
+    known = [lv for lv in levels if lv is not None]
+    return max(known, key=LEVEL_ORDER.index) if known else None
 
 
 def step_cost(site: Site, lay: Layout, levels: dict[str, str | None], work: Workload) -> StepCost:
     """Price one step of ``lay`` given the slowest link level of each dimension."""
     model = work.model
     m, gb = micro_batches_of(model, lay, work.global_batch)
-    vols = _volumes(model, lay, m)
+    ops = traffic(model, lay, m, sequence_parallel(model, lay, work))
     dims = []
     for dim in DIMENSIONS:
-        nbytes, colls, steps = vols[dim]
-        level = levels.get(dim) if lay.size(dim) > 1 else None
-        if level is None or (nbytes == 0 and colls == 0):
-            dims.append(DimCost(dim, lay.size(dim), None, 0.0, 0, 0.0, 0.0, 0.0))
-            continue
-        link = _link(site, level)
-        latency = colls * steps * link.latency_us * 1e-6
-        time = nbytes / (link.bandwidth_GBps * GB) + latency
+        nbytes = time = latency = 0.0
+        colls = 0.0
+        used: list[str] = []
+        for op in ops[dim]:
+            level = _slowest([levels.get(d) for d in op.group if lay.size(d) > 1])
+            if level is None:
+                continue
+            link = _link(site, level)
+            used.append(level)
+            lat = op.steps * link.latency_us * 1e-6
+            nbytes += op.bytes
+            colls += op.count
+            latency += lat
+            time += op.bytes / (link.bandwidth_GBps * GB) + lat
+        level = _slowest(used)
+        bw = _link(site, level).bandwidth_GBps if level else 0.0
+        kept = tuple(ops[dim]) if level else ()
         dims.append(
-            DimCost(dim, lay.size(dim), level, nbytes, colls, link.bandwidth_GBps, latency, time)
+            DimCost(dim, lay.size(dim), level, nbytes, math.ceil(colls), bw, latency, time, kept)
         )
     if work.compute_time_s is not None:
         compute, bubble = work.compute_time_s, 0.0  # a measured step already has its bubble
@@ -185,36 +293,100 @@ def step_cost(site: Site, lay: Layout, levels: dict[str, str | None], work: Work
         flops = 6 * model.flops_params * tokens / lay.world_size
         compute = flops / (work.tflops * 1e12 * work.mfu)
         bubble = compute * (lay.pp - 1) / m
-    shard = lay.tp * lay.pp * (lay.ep if model.is_moe else 1)
-    memory = model.params / shard * STATE_BYTES_PER_PARAM / GB
+    # dense weights split over tp x pp; experts over etp x ep x pp (each rank its experts only)
+    shard = model.dense_params / (lay.tp * lay.pp) + model.expert_params / (
+        lay.expert_tp * lay.pp * lay.ep
+    )
+    memory = shard * STATE_BYTES_PER_PARAM / GB
     return StepCost(lay, tuple(dims), m, gb, compute, bubble, memory)
 
 
-def levels_of(rm: RankMap, spans: dict[str, Counter[str]] | None = None) -> dict[str, str | None]:
-    """Slowest link level per dimension of a built rank map."""
+def island_crossing(
+    layout: Layout, dim: str, nproc: int, nodes: set[tuple[tuple[int, ...], tuple]]
+) -> bool:
+    """Whether a group of ``dim`` that stays inside one node spans two device islands.
+
+    ``nodes``: distinct (visible devices, device_groups) of the allocation. Ranks fill every
+    node the same way, so the first lcm(nproc, stride x size) ranks show every in-node pattern.
+    """
+    from slurm_supernode.placement.rankmap import dim_strides
+
+    size = layout.size(dim)
+    stride = dim_strides(layout)[dim]
+    if size == 1 or stride * (size - 1) >= nproc:
+        return False
+    span = math.lcm(nproc, stride * size)
+    for visible, groups in nodes:
+        island = {d: i for i, g in enumerate(groups) for d in g}
+        for base in range(span):
+            if (base // stride) % size:
+                continue
+            first, last = base, base + (size - 1) * stride
+            if first // nproc != last // nproc:
+                continue
+            ids = {island[visible[(first + k * stride) % nproc]] for k in range(size)}
+            if len(ids) > 1:
+                return True
+    return False
+
+
+def refine_levels(
+    levels: dict[str, str | None],
+    layout: Layout,
+    nproc: int,
+    nodes: set[tuple[tuple[int, ...], tuple]],
+) -> dict[str, str | None]:
+    """'node' becomes 'cross_island' for a dimension whose in-node groups cross islands."""
+    return {
+        d: CROSS_ISLAND if lv == "node" and island_crossing(layout, d, nproc, nodes) else lv
+        for d, lv in levels.items()
+    }
+
+
+def levels_for(
+    lay: Layout, nproc: int, sn_of: list[str], spans: dict[str, Counter[str]] | None = None
+) -> dict[str, str | None]:
+    """Slowest link level of every group dimension (tp, cp, dp, pp, ep, etp, edp).
+
+    A combined group (dp x cp) is connected through its dp and cp groups, so it crosses a
+    node or super node exactly when one of them does: the slowest of their levels.
+    """
+    out: dict[str, str | None] = {}
+    for d in GROUP_DIMS:
+        found = spans.get(d) if spans is not None else None
+        if found is None:
+            found = span_counts(lay, nproc, sn_of, d, stop_at_inter=True)
+        out[d] = slowest_level(found)
+    return out
+
+
+def levels_of(
+    rm: RankMap, spans: dict[str, Counter[str]] | None = None, site: Site | None = None
+) -> dict[str, str | None]:
+    """Slowest link level per group dimension of a built map (islands priced when site given)."""
     sn_of = [n.supernode for n in rm.nodes]
-    if spans is None:
-        spans = {
-            d: span_counts(rm.layout, rm.nproc_per_node, sn_of, d, stop_at_inter=True)
-            for d in DIMENSIONS
-        }
-    return {d: slowest_level(spans[d]) for d in DIMENSIONS}
+    levels = levels_for(rm.layout, rm.nproc_per_node, sn_of, spans)
+    if site is None:
+        return levels
+    specs = {(n.visible_devices, site.node(n.hostname).spec.device_groups) for n in rm.nodes}
+    return refine_levels(levels, rm.layout, rm.nproc_per_node, specs)
 
 
 def plan_cost(site: Site, rm: RankMap, work: Workload, baseline: RankMap | None = None) -> dict:
     """The ``cost`` object of the plan JSON: this map, and the plain-order baseline if given."""
-    mine = step_cost(site, rm.layout, levels_of(rm), work)
+    mine = step_cost(site, rm.layout, levels_of(rm, site=site), work)
     out = {
         "model": work.model.as_dict(),
         "compute_source": "given" if work.compute_time_s is not None else "tflops",
         "tflops": work.tflops,
         "mfu": work.mfu if work.compute_time_s is None else None,
+        "sequence_parallel": sequence_parallel(work.model, rm.layout, work),
         "plan": mine.as_dict(),
         "baseline": None,
         "speedup": None,
     }
     if baseline is not None:
-        base = step_cost(site, baseline.layout, levels_of(baseline), work)
+        base = step_cost(site, baseline.layout, levels_of(baseline, site=site), work)
         out["baseline"] = {"name": "slurm hostname order"} | base.as_dict()
         out["speedup"] = base.step_s / mine.step_s if mine.step_s else None
     return out

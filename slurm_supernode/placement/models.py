@@ -26,10 +26,29 @@ class ModelSpec:
     experts: int = 1  # MoE experts per layer (1: dense)
     topk: int = 1  # experts each token is routed to
     active_params: float | None = None  # parameters used per token (MoE); None: params
+    kv_hidden: int | None = None  # K (or V) width: hidden x kv_heads / heads (GQA); None: hidden
 
     @property
     def flops_params(self) -> float:
         return self.active_params if self.active_params is not None else self.params
+
+    @property
+    def kv_width(self) -> int:
+        return self.kv_hidden if self.kv_hidden is not None else self.hidden
+
+    @property
+    def expert_params(self) -> float:
+        """Parameters in the experts (all layers). Why derivable: with E experts of e
+        parameters each and top-k routing, params = dense + E*e and active = dense + k*e."""
+        if not self.is_moe or self.active_params is None or self.experts == self.topk:
+            return 0.0
+        per_expert = (self.params - self.active_params) / (self.experts - self.topk)
+        return max(0.0, min(self.params, self.experts * per_expert))
+
+    @property
+    def dense_params(self) -> float:
+        """Parameters every rank of a data-parallel replica holds (attention, embeddings...)."""
+        return self.params - self.expert_params
 
     @property
     def is_moe(self) -> bool:
@@ -42,8 +61,10 @@ class ModelSpec:
 PRESETS: dict[str, ModelSpec] = {
     m.name: m
     for m in (
-        ModelSpec("llama-70b", hidden=8192, layers=80, seq=4096, params=70.6e9),
-        ModelSpec("llama-405b", hidden=16384, layers=126, seq=8192, params=405.9e9),
+        # 64 heads, 8 KV heads -> K width 8192 x 8 / 64 = 1024
+        ModelSpec("llama-70b", hidden=8192, layers=80, seq=4096, params=70.6e9, kv_hidden=1024),
+        # 128 heads, 8 KV heads
+        ModelSpec("llama-405b", hidden=16384, layers=126, seq=8192, params=405.9e9, kv_hidden=1024),
         ModelSpec("gpt-175b", hidden=12288, layers=96, seq=2048, params=175e9),
         ModelSpec(
             "mixtral-8x7b",
@@ -54,6 +75,7 @@ PRESETS: dict[str, ModelSpec] = {
             experts=8,
             topk=2,
             active_params=12.9e9,
+            kv_hidden=1024,  # 32 heads, 8 KV heads
         ),
     )
 }
@@ -68,6 +90,7 @@ OVERRIDABLE = (
     "experts",
     "topk",
     "active_params",
+    "kv_hidden",
 )
 
 
@@ -100,6 +123,15 @@ def model_spec(preset: str | None = None, **overrides) -> ModelSpec:
             raise InputError(f"must be at least 1, got {getattr(spec, key)}", where=flag)
     if spec.params <= 0:
         raise InputError(f"must be positive, got {spec.params:g}", where="--params")
+    if spec.kv_hidden is not None and not 1 <= spec.kv_hidden <= spec.hidden:
+        raise InputError(
+            f"must be in 1..--hidden ({spec.hidden}), got {spec.kv_hidden}", where="--kv-hidden"
+        )
+    if spec.active_params is not None and not 0 < spec.active_params <= spec.params:
+        raise InputError(
+            f"must be in (0, --params {spec.params:g}], got {spec.active_params:g}",
+            where="--active-params",
+        )
     if spec.topk > spec.experts:
         raise InputError(
             f"{spec.topk} is more than --experts {spec.experts}",

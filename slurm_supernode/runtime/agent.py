@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from slurm_supernode.errors import JobError
+from slurm_supernode.errors import JobError, SnrunError
 from slurm_supernode.fsutil import write_json_atomic
 from slurm_supernode.jobenv import JobEnvironment
 from slurm_supernode.launch.inputs import JobInputs, load_inputs, rank_map_for_job
@@ -157,12 +157,25 @@ def run_agent(
         master_port_override=job_env.master_port,
     )
     if site.vendor == "ascend":
-        from slurm_supernode.placement.hccl import write_rank_table
+        try:
+            launch.env.update(
+                ascend_rank_table(job_dir, site, rank_map, hostname, environ, job_id, attempt)
+            )
+        except SnrunError as exc:
+            # before torchrun: one line, and a node_exit so the supervisor sees a failed
+            # start on every node (not nodes that never reported)
+            from slurm_supernode.runtime import ledger
 
-        table = job_dir / f"rank_table.{job_id}.{attempt}.json"
-        pods = any(sn.super_pod_id is not None for sn in site.supernodes)
-        write_rank_table(site, rank_map, table, version="1.2" if pods else "1.0")
-        launch.env["RANK_TABLE_FILE"] = str(table)
+            ledger.append(
+                job_dir,
+                "node_exit",
+                attempt=attempt,
+                job_id=job_id,
+                node=hostname,
+                exit_code=exc.exit_code,
+                error=str(exc),
+            )
+            raise
     keep = {k: v for k, v in launch.env.items() if k.startswith(_KEEP_PREFIXES)}
     write_json_atomic(
         job_dir / "env" / f"{hostname}.{attempt}.json",
@@ -185,6 +198,28 @@ def run_agent(
         **extra,
     )
     return code
+
+
+def ascend_rank_table(
+    job_dir: Path,
+    site: Site,
+    rank_map: RankMap,
+    hostname: str,
+    environ: Mapping[str, str],
+    job_id: int,
+    attempt: int,
+) -> dict[str, str]:
+    """Merge the job's rank table from every node's hardware values (``runtime.ranktable``);
+    node rank 0 prints the notes (value sources, version, logical pod ids), one line each."""
+    from slurm_supernode.runtime.ranktable import prepare_rank_table, rank_table_env
+
+    path, notes = prepare_rank_table(
+        job_dir, site, rank_map, hostname, job_id=job_id, attempt=attempt, environ=environ
+    )
+    if rank_map.node(hostname).node_rank == 0:
+        for note in notes:
+            print(f"snrun: note: {note}", file=sys.stderr, flush=True)
+    return rank_table_env(path)
 
 
 def _descendants(pid: int) -> list[int]:

@@ -31,6 +31,7 @@ from slurm_supernode.errors import ConfigError, InputError, Problem
 from slurm_supernode.hostlist import HostlistError, expand
 from slurm_supernode.hostlist import size as hostlist_size
 from slurm_supernode.site.model import (
+    CROSS_ISLAND,
     LINK_LEVELS,
     RESTART_CAUSES,
     STRATEGIES,
@@ -967,6 +968,7 @@ class _Builder:
             )
         if "super_pod_id" in m:
             r["pod"] = self.integer(m["super_pod_id"][1], f"{what}.super_pod_id", 0)
+            self.src.sn_pod[i] = self.loc(m["super_pod_id"][1])
         if "spares" in m:
             spares = self.integer(m["spares"][1], f"{what}.spares", 0)
             if spares is not None and r["hosts"] and spares >= len(r["hosts"]):
@@ -1095,7 +1097,7 @@ class _Builder:
                 "links: {node: {...}, supernode: {...}, inter: {...}}",
             )
             return {}
-        m = self.mapping(item[1], "links", LINK_LEVELS, LINK_LEVELS)
+        m = self.mapping(item[1], "links", (*LINK_LEVELS, CROSS_ISLAND), LINK_LEVELS)
         out: dict[str, LinkLevel] = {}
         for level, (_, vnode) in (m or {}).items():
             lm = self.mapping(vnode, f"links.{level}", LINK_KEYS + tuple(OLD_LINK_KEYS))
@@ -1127,7 +1129,7 @@ class _Builder:
                 out[level] = LinkLevel(
                     level, vals["bandwidth_GBps"], vals["latency_us"], kind or ""
                 )
-        return {lvl: out[lvl] for lvl in LINK_LEVELS if lvl in out}
+        return {lvl: out[lvl] for lvl in (*LINK_LEVELS, CROSS_ISLAND) if lvl in out}
 
     def _env_profiles(self, node: yaml.Node) -> dict[str, EnvProfile]:
         out: dict[str, EnvProfile] = {}

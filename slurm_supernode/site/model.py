@@ -13,6 +13,9 @@ VENDORS = ("nvidia", "ascend")
 STRATEGIES = ("auto", "block", "features", "switches")
 # Link levels, innermost first: inside one node, inside one super node, between super nodes.
 LINK_LEVELS = ("node", "supernode", "inter")
+# Optional level: between device islands of one node (e.g. two HCCS or NVLink islands joined
+# by PCIe). The planner prices groups that cross an island with it; absent, with `supernode`.
+CROSS_ISLAND = "cross_island"
 # Failure classes with a restart budget (site `restarts:`; snrun --max-restarts sets the first four)
 RESTART_CAUSES = ("app_error", "hang", "node_failure", "health", "time_limit", "preemption")
 

@@ -38,6 +38,7 @@ class SourceMap:
     sn_name: dict[int, Loc] = field(default_factory=dict)  # super node ordinal -> name
     sn_nodes: dict[int, Loc] = field(default_factory=dict)  # ordinal -> nodes:/racks: value
     sn_feature: dict[int, Loc] = field(default_factory=dict)
+    sn_pod: dict[int, Loc] = field(default_factory=dict)  # ordinal -> super_pod_id value
     # per super node ordinal: the Loc of the hostlist each node came from (parallel to nodes)
     node_src: dict[int, list[Loc]] = field(default_factory=dict)
     device_ip_src: dict[str, Loc] = field(default_factory=dict)  # hostname -> pattern/list
@@ -133,6 +134,7 @@ def validate_site(site: Site, src: SourceMap) -> list[Problem]:
     problems += _check_names(site, src)
     problems += _check_strategy(site, src)
     problems += _check_ips(site, src)
+    problems += _check_ascend(site, src)
     return problems
 
 
@@ -184,7 +186,6 @@ def _check_names(site: Site, src: SourceMap) -> list[Problem]:
     out: list[Problem] = []
     names: dict[str, int] = {}
     features: dict[str, str] = {}
-    pods: dict[int, str] = {}
     for i, sn in enumerate(site.supernodes):
         if sn.name in names:
             out.append(
@@ -227,27 +228,60 @@ def _check_names(site: Site, src: SourceMap) -> list[Problem]:
                 )
             )
         features.setdefault(sn.feature, sn.name)
-        if sn.super_pod_id is not None:
-            if site.vendor != "ascend":
+        if sn.super_pod_id is not None and site.vendor != "ascend":
+            out.append(
+                _p(
+                    src,
+                    src.sn_pod.get(i) or src.sn_name.get(i),
+                    "super_pod_id is only used with vendor: ascend",
+                    "remove it or set vendor: ascend",
+                )
+            )
+    return out
+
+
+def _check_ascend(site: Site, src: SourceMap) -> list[Problem]:
+    """What HCCL's rank table parser would refuse and the site alone decides: SuperPoD ids
+    (explicit ones and the file-position default of the others) unique, server ids (host IP,
+    else hostname) at most 64 characters."""
+    if site.vendor != "ascend":
+        return []
+    out: list[Problem] = []
+    explicit = any(sn.super_pod_id is not None for sn in site.supernodes)
+    owner: dict[int, tuple[str, bool]] = {}  # pod id -> (super node, explicit?)
+    for i, sn in enumerate(site.supernodes):
+        pod = sn.super_pod_id if sn.super_pod_id is not None else i
+        given = sn.super_pod_id is not None
+        first = owner.get(pod)
+        if first is not None and explicit:
+            name, first_given = first
+            how = "" if first_given and given else " (a super node without super_pod_id gets"
+            how += "" if first_given and given else " its position in the file, 0-based)"
+            out.append(
+                _p(
+                    src,
+                    src.sn_pod.get(i) or src.sn_name.get(i),
+                    f"super_pod_id {pod} of {sn.name!r} is also the id of {name!r}{how}:"
+                    " HCCL would merge two SuperPoDs",
+                    "give every super node a distinct super_pod_id (or none at all)",
+                )
+            )
+        owner.setdefault(pod, (sn.name, given))
+    for i, sn in enumerate(site.supernodes):
+        locs = src.node_src.get(i, [])
+        for j, node in enumerate(sn.nodes):
+            server_id = node.host_ip or node.hostname
+            if len(server_id) > 64:
+                loc = src.host_ip_src.get(node.hostname) if node.host_ip else None
                 out.append(
                     _p(
                         src,
-                        src.sn_name.get(i),
-                        "super_pod_id is only used with vendor: ascend",
-                        "remove it or set vendor: ascend",
+                        loc or (locs[j] if j < len(locs) else src.sn_nodes.get(i)),
+                        f"{node.hostname}: rank table server_id {server_id[:20]}... is"
+                        f" {len(server_id)} characters; HCCL allows 64",
+                        "set a host_ip for it, or use a shorter hostname",
                     )
                 )
-            elif sn.super_pod_id in pods:
-                out.append(
-                    _p(
-                        src,
-                        src.sn_name.get(i),
-                        f"super_pod_id {sn.super_pod_id} is used by {pods[sn.super_pod_id]!r}"
-                        f" and {sn.name!r}",
-                        "super pod ids must be unique",
-                    )
-                )
-            pods.setdefault(sn.super_pod_id, sn.name)
     return out
 
 

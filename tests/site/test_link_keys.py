@@ -78,3 +78,24 @@ def test_cli_exit_code_and_one_line(tmp_path):
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1
     assert f"{path}:7:10: links.node.bandwidth_gbps is the old name" in lines[0]
+
+
+def test_optional_cross_island_level():
+    site, problems = parse_site(
+        HEAD
+        + "  node: {bandwidth_GBps: 450, latency_us: 2}\n"
+        + "  cross_island: {bandwidth_GBps: 64, latency_us: 3, kind: pcie}\n"
+        + "  supernode: {bandwidth_GBps: 200, latency_us: 4}\n"
+        + "  inter: {bandwidth_GBps: 50, latency_us: 8}\n",
+        "t.yaml",
+    )
+    assert problems == []
+    assert site.links["cross_island"].bandwidth_GBps == 64
+    assert site.links["cross_island"].kind == "pcie"
+    bad = _problems(
+        "  node: {bandwidth_GBps: 450, latency_us: 2}\n"
+        "  cross_island: {bandwidth_GBps: 0, latency_us: 3}\n"
+        "  supernode: {bandwidth_GBps: 200, latency_us: 4}\n"
+        "  inter: {bandwidth_GBps: 50, latency_us: 8}\n"
+    )
+    assert any("links.cross_island.bandwidth_GBps must be > 0" in p for p in bad)

@@ -231,3 +231,15 @@ def test_restart_budgets_from_the_site():
     )
     assert dict(site.restarts) == {"app_error": 1, "time_limit": 9}
     assert load_site("local").restarts == ()
+
+
+def test_ascend_site_without_ips_or_pods_is_valid(tmp_path):
+    """Device IPs, SDIDs and SuperPoD ids come from the hardware at job start: a site may leave
+    them out (host_ip is optional for HCCL too)."""
+    path = tmp_path / "a.yaml"
+    path.write_text(
+        "name: t\nvendor: ascend\nnode_defaults: {devices: 3}\n" + LINKS + "supernodes:\n"
+        "  - {name: p0, nodes: 'a[0-1]'}\n  - {name: p1, nodes: 'a[2-3]'}\n"
+    )
+    site, problems = load_file(path)
+    assert problems == [] and all(not n.device_ips and n.host_ip is None for n in site.nodes)

@@ -1,0 +1,81 @@
+"""The job's rank table merged from per-node fragments: every node writes its own, all wait,
+node 0 writes one table atomically; bad values fail on every node alike, before torchrun."""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from slurm_supernode.errors import JobError, PlacementError
+from slurm_supernode.placement.hccl import validate_rank_table
+from slurm_supernode.placement.rankmap import build_rank_map
+from slurm_supernode.runtime.ranktable import fragment_dir, prepare_rank_table
+from tests.placement.sites import ascend_site
+from tests.placement.test_hccl import hw_facts
+
+SITE = ascend_site(2, 2)
+HOSTS = [n.hostname for n in SITE.nodes]
+RM = build_rank_map(SITE, HOSTS)
+
+
+def reader(facts):
+    def read(hostname, devices, environ):
+        assert list(devices) == list(range(16))  # every device: partners (backup dies) too
+        return facts[hostname]
+
+    return read
+
+
+def run_all(job_dir: Path, facts, hosts=HOSTS, timeout=20.0, attempt=0):
+    def one(host):
+        try:
+            return prepare_rank_table(
+                job_dir, SITE, RM, host, job_id=7, attempt=attempt, environ={},
+                read=reader(facts), timeout=timeout, poll=0.02,
+            )  # fmt: skip
+        except Exception as exc:
+            return exc
+
+    with ThreadPoolExecutor(len(hosts)) as pool:
+        return list(pool.map(one, hosts))
+
+
+def test_every_node_gets_the_one_merged_table(tmp_path):
+    results = run_all(tmp_path, hw_facts(SITE))
+    paths = {r[0] for r in results}
+    assert paths == {tmp_path / "rank_table.7.0.json"}
+    table = json.loads(next(iter(paths)).read_text())
+    assert table["version"] == "1.2" and validate_rank_table(table) == []
+    assert int(table["server_count"]) == 4
+    frags = sorted(p.name for p in fragment_dir(tmp_path, 7, 0).iterdir())
+    assert frags == sorted(f"{h}.json" for h in HOSTS)
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temps
+
+
+def test_a_mismatch_fails_on_every_node_with_the_same_line(tmp_path):
+    def ip(node, d):
+        return "10.250.0.1" if (node.hostname, d) == (HOSTS[3], 5) else node.device_ips[d]
+
+    results = run_all(tmp_path, hw_facts(SITE, ip=ip))
+    assert all(isinstance(r, PlacementError) for r in results)
+    assert len({str(r) for r in results}) == 1
+    assert f"{HOSTS[3]} device 5 IP: site" in str(results[0])
+    assert not (tmp_path / "rank_table.7.0.json").exists()
+
+
+def test_a_node_that_never_writes_times_out_clearly(tmp_path):
+    results = run_all(tmp_path, hw_facts(SITE), hosts=HOSTS[:3], timeout=0.5)
+    assert all(isinstance(r, JobError) for r in results)
+    assert f"no hardware values from {HOSTS[3]} after 0.5s (3 of 4 nodes" in str(results[0])
+
+
+def test_attempts_do_not_share_fragments(tmp_path):
+    run_all(tmp_path, hw_facts(SITE))
+    with pytest.raises(JobError, match="no hardware values from"):
+        prepare_rank_table(
+            tmp_path, SITE, RM, HOSTS[0], job_id=7, attempt=1, environ={},
+            read=reader(hw_facts(SITE)), timeout=0.2, poll=0.02,
+        )  # fmt: skip
