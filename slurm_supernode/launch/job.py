@@ -122,7 +122,7 @@ def plan_job(
     )
     context = template_context(inputs, job_dir, site_env, user_env)
     script = render_sbatch(context, spec.template, spec.blocks)
-    return JobPlan(
+    plan = JobPlan(
         spec=spec,
         site=site,
         request=request,
@@ -131,6 +131,12 @@ def plan_job(
         env=merged_env,
         inputs=inputs,
     )
+    # A layout the framework (or the node size) refuses is refused here, with its reason,
+    # not by every agent after the job waited in the queue.
+    from slurm_supernode.launch.inputs import rank_map_for_job
+
+    rank_map_for_job(agent_inputs, site, plan.example_hosts)
+    return plan
 
 
 def _seconds(env: dict[str, str], name: str) -> float | None:
