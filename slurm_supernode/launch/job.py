@@ -135,7 +135,7 @@ def plan_job(
     # not by every agent after the job waited in the queue.
     from slurm_supernode.launch.inputs import rank_map_for_job
 
-    rank_map_for_job(agent_inputs, site, plan.example_hosts)
+    rank_map_for_job(inputs, site, plan.example_hosts)
     return plan
 
 
