@@ -34,6 +34,8 @@ SCOPE_LEVEL = {
     "supernode": "supernode",
     "inter": "inter",
 }
+# HGX nodes show an all-zero ClusterUUID: the node's own NVSwitch fabric (seen on H200)
+ZERO_UUID_NOTE = " (all zero: each node's own NVSwitch fabric, no multi-node NVLink)"
 NEXT_HEALTH = {
     "devices": "check the device files and gres.conf; nvidia-smi / npu-smi on the node",
     "nvidia-smi": "nvidia-smi -q -d ECC,ROW_REMAPPER; reset or drain the GPU",
@@ -616,7 +618,8 @@ def _fabric_findings(site: Site, facts: DoctorFacts) -> list[Finding]:
                     "topology",
                     "nvlink-fabric",
                     OK,
-                    f"{sn}: one ClusterUUID {uuid}",
+                    f"{sn}: one ClusterUUID {uuid}"
+                    + (ZERO_UUID_NOTE if set(uuid) <= {"0", "-"} else ""),
                     where=_hosts(uuids[uuid]),
                 )
             )

@@ -158,3 +158,38 @@ def test_facts_round_trip_through_json(site):
     again = DoctorFacts.from_dict(json.loads(json.dumps(f.to_dict())))
     assert again == f
     assert evaluate(site, again).to_dict() == evaluate(site, f).to_dict()
+
+
+H200_SITE = """name: h200x2
+vendor: nvidia
+supernodes:
+  - {name: sn0, nodes: "vm"}
+node_defaults: {devices: 2, device_groups: [[ORDER]]}
+links:
+  node: {bandwidth_GBps: 450, latency_us: 2, kind: nvlink4-nv18}
+  supernode: {bandwidth_GBps: 450, latency_us: 2}
+  inter: {bandwidth_GBps: 50, latency_us: 5}
+"""
+
+
+@pytest.mark.parametrize("run,order", [("natural", "0, 1"), ("reversed", "1, 0")])
+def test_real_h200_facts_judged_again(tmp_path, run, order):
+    """The facts measured on 2 x H200 (bench/results/doctor-h200x2) give the same verdicts."""
+    import json
+
+    path = tmp_path / "h200.yaml"
+    path.write_text(H200_SITE.replace("ORDER", order))
+    site = load_site(str(path))
+    raw = ROOT / "bench" / "results" / "doctor-h200x2" / f"{run}-facts.json"
+    report = evaluate(site, DoctorFacts.from_dict(json.loads(raw.read_text())))
+    assert report.status == OK
+    (bw,) = _find(report, "bandwidth")
+    assert bw.check == "node" and "= 0.74 of the spec" in bw.measured
+    (pci,) = _find(report, "topology", "pci-map")
+    first = "GPU 0 0000:00:06.0" if run == "natural" else "GPU 1 0000:00:07.0"
+    assert pci.measured.startswith(f"rank 0 -> {first}")
+    assert "all zero" in _find(report, "topology", "nvlink-fabric")[0].measured
+    # the same facts against a site whose order the job did not follow: the mapping fails
+    path.write_text(H200_SITE.replace("ORDER", "1, 0" if run == "natural" else "0, 1"))
+    wrong = evaluate(load_site(str(path)), DoctorFacts.from_dict(json.loads(raw.read_text())))
+    assert len(_find(wrong, "topology", "pci-map", CRITICAL)) == 2
