@@ -205,6 +205,11 @@ def device_facts(local_index: int, *, matmul: int = 8192, iters: int = 10) -> De
 
 
 def read_device_ips(site, host: str) -> tuple[str, ...] | None:
-    """Hook for Ascend: the HCCL device IPs read from the NPUs (``hccn_tool``), None while no
-    reader exists here (the hardware reads come with issue 19's Ascend probe)."""
-    return None
+    """Ascend: the HCCL device IPs this node's ``hccn_tool`` (or ``/etc/hccn.conf``) reports,
+    in device order (the reader the job start uses); None when any could not be read."""
+    from slurm_supernode.runtime.ascend import read_node_facts
+
+    devices = site.node(host).devices if site.has_node(host) else 0
+    facts = read_node_facts(host, range(devices))
+    ips = tuple(facts.device(d).device_ip for d in range(devices))
+    return None if not ips or any(ip is None for ip in ips) else ips  # type: ignore[return-value]
