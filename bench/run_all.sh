@@ -9,4 +9,4 @@ bash contrib/minicluster/minicluster up >/dev/null
 export SLURM_CONF=/tmp/snrun-minicluster/etc/slurm.conf
 echo; echo "== launch: dry run and submit-to-RUNNING";    python3 bench/bench_launch.py
 echo; echo "== restart: crash to next attempt running";  python3 bench/bench_restart.py
-echo; echo "(GPU figures: bench/results/h200x2.md, bench/results/agent-h200x2.md)"
+echo; echo "(GPU figures: bench/results/h200x2.md, bench/results/agent-h200x2.md, bench/results/planner-h200x2.md)"

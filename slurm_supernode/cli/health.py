@@ -64,7 +64,7 @@ def run(ns: argparse.Namespace) -> int:
     from slurm_supernode.health.probe import HealthOptions, run_checks
 
     if ns.path and ns.min_free_gb is None:
-        raise InputError("--path needs --min-free-gb", where="--path", hint="--min-free-gb 10")
+        raise InputError("needs --min-free-gb", where="--path", hint="e.g. --min-free-gb 10")
     site = _site(ns.site)
     node = ns.node or os.environ.get("SLURMD_NODENAME") or socket.gethostname().split(".")[0]
     opts = HealthOptions(

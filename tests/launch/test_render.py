@@ -89,7 +89,7 @@ def test_module_mode_and_bad_inputs(tmp_path: Path) -> None:
         plan(tmp_path, blocks=(("nope", str(tmp_path)),))
     with pytest.raises(InputError, match="template 'missing.j2' not found"):
         plan(tmp_path, template="missing.j2")
-    with pytest.raises(InputError, match="bad --env"):
+    with pytest.raises(InputError, match="--env: bad value"):
         parse_env_items(["1BAD=x"])
     with pytest.raises(InputError, match="--nproc-per-node 9 is out of range"):
         plan(tmp_path, nproc_per_node=9)
