@@ -204,12 +204,15 @@ def device_facts(local_index: int, *, matmul: int = 8192, iters: int = 10) -> De
         return DeviceFacts(index=local_index, error=f"{type(exc).__name__}: {exc}"[:300])
 
 
-def read_device_ips(site, host: str) -> tuple[str, ...] | None:
-    """Ascend: the HCCL device IPs this node's ``hccn_tool`` (or ``/etc/hccn.conf``) reports,
-    in device order (the reader the job start uses); None when any could not be read."""
+def read_device_ips(site, host: str) -> tuple[tuple[str, ...] | None, str]:
+    """Ascend: the HCCL device IPs of the node's devices as its tools report them
+    (``runtime.ascend.read_node_facts``: ``hccn_tool -i N -ip -g``, else /etc/hccn.conf), in
+    device id order ("" where a device gave none); (None, why) when none could be read."""
     from slurm_supernode.runtime.ascend import read_node_facts
 
-    devices = site.node(host).devices if site.has_node(host) else 0
-    facts = read_node_facts(host, range(devices))
-    ips = tuple(facts.device(d).device_ip for d in range(devices))
-    return None if not ips or any(ip is None for ip in ips) else ips  # type: ignore[return-value]
+    count = site.node(host).devices if site.has_node(host) else 0
+    facts = read_node_facts(host, range(count))
+    ips = tuple(facts.device(d).device_ip or "" for d in range(count))
+    if not any(ips):
+        return None, facts.ip_note or "no device IP read"
+    return ips, facts.ip_note or ""
