@@ -108,7 +108,6 @@ def test_site_vs_hardware_lines(monkeypatch):
     ]
 
 
-
 def test_doctor_reads_device_ips_with_the_same_reader(monkeypatch):
     from slurm_supernode.doctor.probe import read_device_ips
     from tests.placement.sites import make_site
