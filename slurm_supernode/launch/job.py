@@ -134,7 +134,7 @@ def plan_job(
         "heterogeneous": request.heterogeneous,
     }
     script = render_sbatch(context, spec.template, spec.blocks)
-    return JobPlan(
+    plan = JobPlan(
         spec=spec,
         site=site,
         request=request,
@@ -143,6 +143,12 @@ def plan_job(
         env={**site_env, **user_env},
         agent_inputs=agent_inputs,
     )
+    # A layout the framework (or the node size) refuses is refused here, with its reason,
+    # not by every agent after the job waited in the queue.
+    from slurm_supernode.launch.inputs import rank_map_for_job
+
+    rank_map_for_job(agent_inputs, site, plan.example_hosts)
+    return plan
 
 
 def write_job_dir(plan: JobPlan) -> None:
