@@ -3,9 +3,15 @@ PYTHON ?= python3
 export PATH := $(PATH):/usr/sbin:/sbin
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 
-.PHONY: install demo test lint format unit integration bench cluster-up cluster-down clean
+.PHONY: install demo test test-slurm lint format unit integration roots bench cluster-up cluster-down clean
 
-install:  ## apt (Slurm, munge) + pip (the package, dev tools, CPU torch); idempotent
+# Integration runs: which Slurm (host = this machine's, 22.05 on Debian 12; 24.11 and 26.05 run
+# from Debian roots in namespaces, see contrib/minicluster/README.md) and which topology.
+SLURM ?= host
+TOPOLOGY ?= tree
+MC := bash contrib/minicluster/minicluster
+
+install:  ## apt (Slurm, munge, debootstrap) + pip (the package, dev tools, CPU torch); idempotent
 	bash contrib/install-deps.sh
 
 demo: install  ## boot the local cluster and run a real 2-super-node job through snrun
@@ -22,20 +28,34 @@ format:
 unit:
 	$(PYTHON) -m pytest -q -m "not slurm"
 
-integration:
-	$(PYTHON) -m pytest -q -m slurm
+roots:  ## build (once) the Debian roots of Slurm 24.11 (trixie) and 26.05 (forky)
+	$(MC) build --slurm 24.11
+	$(MC) build --slurm 26.05
 
-test: install lint  ## lint + the whole suite (unit + real-cluster integration tests)
-	$(PYTHON) -m pytest -q
+integration:  ## the slurm-marked tests on one cluster: make integration SLURM=24.11 TOPOLOGY=block
+	SNRUN_SLURM=$(SLURM) SNRUN_TOPOLOGY=$(TOPOLOGY) $(PYTHON) -m pytest -q -m slurm
+
+# What CI runs: lint, the unit tests once, the integration tests on 22.05 (tree) and on
+# 24.11 (block). ~30 min on 2 cores.
+test: install lint
+	$(PYTHON) -m pytest -q -m "not slurm"
+	$(MAKE) --no-print-directory integration SLURM=host TOPOLOGY=tree
+	$(MC) build --slurm 24.11
+	$(MAKE) --no-print-directory integration SLURM=24.11 TOPOLOGY=block
+
+# The newest Slurm: 26.05 (Debian forky) with topology.yaml (blocks as the cluster default).
+test-slurm: install
+	$(MC) build --slurm 26.05
+	$(MAKE) --no-print-directory integration SLURM=26.05 TOPOLOGY=yaml
 
 bench: install
 	bash bench/run_all.sh
 
 cluster-up:
-	bash contrib/minicluster/minicluster up
+	$(MC) up --slurm $(SLURM) --topology $(TOPOLOGY)
 
 cluster-down:
-	bash contrib/minicluster/minicluster down
+	$(MC) down --slurm $(SLURM)
 
 clean:
 	rm -rf build dist *.egg-info .pytest_cache .ruff_cache

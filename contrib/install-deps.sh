@@ -10,10 +10,17 @@ if [ "$(id -u)" != 0 ]; then
   echo "install-deps: run as root (apt-get installs Slurm and munge)" >&2
   exit 1
 fi
-if ! command -v slurmctld >/dev/null || ! command -v munged >/dev/null || ! command -v sbatch >/dev/null || ! command -v lua5.1 >/dev/null; then
+# debootstrap, unshare/nsenter (util-linux) and ip (iproute2): the Slurm 24.11/26.05 clusters
+# (contrib/minicluster/build-root; their roots are built by `make test`, once).
+need=""
+for c in slurmctld munged sbatch lua5.1 debootstrap ip nsenter pgrep; do
+  command -v "$c" >/dev/null || need=1
+done
+if [ -n "$need" ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  apt-get install -y -qq --no-install-recommends slurm-wlm munge lua5.1 >/dev/null
+  apt-get install -y -qq --no-install-recommends slurm-wlm munge lua5.1 debootstrap iproute2 \
+    util-linux procps >/dev/null
 fi
 # CPU torch: 'torch==2.13.0' resolves to the CPU wheel kept on disk here (no multi-GB download).
 "$PY" -m pip install -q torch==2.13.0

@@ -3,11 +3,19 @@
 The cluster is booted once per session, or reused when it is already up (then it is left up).
 Only a cluster this session booted is torn down at the end. Tests marked `slurm` FAIL (not
 skip) when the cluster cannot be had, so CI really runs them; `SNRUN_SKIP_SLURM=1` skips them.
+
+Which cluster: `SNRUN_SLURM` (`host`, the default: this machine's Slurm, 22.05 on Debian 12;
+or `24.11` / `26.05`: a Debian root in namespaces, see contrib/minicluster/README.md) and
+`SNRUN_TOPOLOGY` (`tree`, the default, `block` or `yaml`). A namespaced cluster's clients run
+inside through the wrappers of contrib/minicluster/clients, which the fixture puts first on
+PATH (they follow SLURM_CONF), so tests and the snrun subprocesses they start submit as usual.
+Tests read what the running cluster says (`topology`, `version`), never assume one release.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -30,10 +38,66 @@ class SlurmCluster:
     supernodes: dict[str, tuple[str, ...]] = field(default_factory=dict)
     minicluster: Path = MINICLUSTER
     booted_here: bool = False
+    slurm: str = "host"  # what was asked: host, 22.05, 24.11, 26.05
+    topology_option: str = "tree"  # what was asked: tree, block, yaml
+    version: tuple[int, int] = (0, 0)  # what runs, from `sinfo --version`
+    topology: str = "tree"  # what the running cluster lists: tree (switches) or block
+    namespaced: bool = False  # clients must run inside (the PATH wrappers do it)
+
+    @property
+    def mc_args(self) -> list[str]:
+        """The minicluster options that name this cluster (for status/down/exec)."""
+        return ["--slurm", self.slurm]
+
+    @property
+    def up_args(self) -> list[str]:
+        """The minicluster options `up` needs to find this very cluster already up."""
+        return [*self.mc_args, "--topology", self.topology_option]
+
+    def inside(self, *argv: str) -> list[str]:
+        """argv that runs where the cluster's processes live (PIDs, /proc, host names)."""
+        if not self.namespaced:
+            return list(argv)
+        return ["bash", str(self.minicluster), "exec", *self.mc_args, "--", *argv]
+
+    def topology_addr(self, supernode: str, node: str, spine: str = "spine") -> str:
+        """SLURM_TOPOLOGY_ADDR of ``node`` as this cluster's topology plugin forms it."""
+        if self.topology == "block":
+            return f"{supernode}.{node}"
+        return f"{spine}.{supernode}.{node}"
+
+
+def wanted_slurm() -> str:
+    return os.environ.get("SNRUN_SLURM", "host")
+
+
+def wanted_topology() -> str:
+    return os.environ.get("SNRUN_TOPOLOGY", "tree")
 
 
 def state_dir() -> Path:
-    return Path(os.environ.get("SNRUN_MC_DIR", "/tmp/snrun-minicluster"))
+    """The state dir of the wanted cluster (as `minicluster env` says)."""
+    return Path(_cluster_env()["SNRUN_MC_DIR"])
+
+
+def _cluster_env() -> dict[str, str]:
+    out = _minicluster("env", "--slurm", wanted_slurm())
+    return dict(ln.split("=", 1) for ln in out.stdout.splitlines() if "=" in ln)
+
+
+def _running_topology() -> str:
+    """`block` when the running controller lists blocks, else `tree`."""
+    from slurm_supernode.errors import SlurmError
+    from slurm_supernode.slurm.runner import run_slurm
+
+    for args in (["show", "topology"], ["show", "topology", "block"]):
+        try:
+            out = run_slurm(["scontrol", *args], timeout=15).stdout
+        except SlurmError:  # 22.05 has no 'topology block' argument
+            continue
+        if re.search(r"^BlockName=", out, re.M):
+            return "block"
+    return "tree"
 
 
 def _why_not_available() -> str | None:
@@ -46,8 +110,10 @@ def _why_not_available() -> str | None:
 
 
 def _minicluster(*args: str) -> subprocess.CompletedProcess[str]:
+    # `up` of 24.11/26.05 builds its Debian root the first time (1-3 min).
+    timeout = 600 if args[0] == "up" else 120
     return subprocess.run(
-        ["bash", str(MINICLUSTER), *args], capture_output=True, text=True, timeout=120
+        ["bash", str(MINICLUSTER), *args], capture_output=True, text=True, timeout=timeout
     )
 
 
@@ -59,20 +125,27 @@ def slurm_cluster() -> Iterator[SlurmCluster]:
     why = _why_not_available()
     if why:
         pytest.fail(f"{why} (or set SNRUN_SKIP_SLURM=1 to skip tests marked slurm)", pytrace=False)
-    booted = _minicluster("status").returncode != 0
+    which = ["--slurm", wanted_slurm()]
+    booted = _minicluster("status", *which).returncode != 0
     if booted:
-        up = _minicluster("up")
+        up = _minicluster("up", *which, "--topology", wanted_topology())
         if up.returncode != 0:
             why = up.stderr.strip() or up.stdout.strip()
             pytest.fail(f"minicluster up failed: {why}", pytrace=False)
-    sdir = state_dir()
-    conf = sdir / "etc" / "slurm.conf"
-    old_conf = os.environ.get("SLURM_CONF")
+    env = _cluster_env()
+    sdir = Path(env["SNRUN_MC_DIR"])
+    conf = Path(env["SLURM_CONF"])
+    namespaced = env.get("NAMESPACED") == "1"
+    old = {k: os.environ.get(k) for k in ("SLURM_CONF", "PATH")}
     os.environ["SLURM_CONF"] = str(conf)
+    if namespaced:
+        os.environ["PATH"] = env["CLIENTS"] + os.pathsep + os.environ.get("PATH", "")
     try:
         from slurm_supernode.slurm.nodes import node_infos
+        from slurm_supernode.slurm.version import slurm_version
 
         infos = node_infos()
+        version = slurm_version()
         supernodes: dict[str, list[str]] = {}
         for n in infos:
             for f in n.features:
@@ -83,14 +156,20 @@ def slurm_cluster() -> Iterator[SlurmCluster]:
             nodes=tuple(n.name for n in infos),
             supernodes={k: tuple(v) for k, v in sorted(supernodes.items())},
             booted_here=booted,
+            slurm=wanted_slurm(),
+            topology_option=wanted_topology(),
+            version=(version.major, version.minor),
+            topology=_running_topology(),
+            namespaced=namespaced,
         )
     finally:
-        if old_conf is None:
-            os.environ.pop("SLURM_CONF", None)
-        else:
-            os.environ["SLURM_CONF"] = old_conf
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
         if booted:
-            _minicluster("down")
+            _minicluster("down", *which)
 
 
 @pytest.fixture(autouse=True)

@@ -37,7 +37,9 @@ def _minicluster(cluster, *args: str) -> subprocess.CompletedProcess[str]:
     env.pop("SLURM_CONF", None)
     cmd = ["bash", str(cluster.minicluster), *args]
     if args[0] == "up":
-        cmd.append("--job-submit-lua")
+        cmd += [*cluster.up_args, "--job-submit-lua"]
+    else:
+        cmd += cluster.mc_args
     return subprocess.run(
         cmd,
         capture_output=True,
@@ -140,11 +142,12 @@ def test_up_refuses_to_switch_the_plugin_off_while_running(lua_conf, slurm_clust
     env = {**os.environ, "SNRUN_MC_DIR": str(lua_conf.parent.parent)}
     env["SNRUN_MC_JOB_SUBMIT_LUA"] = "0"
     proc = subprocess.run(
-        ["bash", str(slurm_cluster.minicluster), "up"],
+        ["bash", str(slurm_cluster.minicluster), "up", *slurm_cluster.up_args],
         capture_output=True,
         text=True,
         timeout=60,
         env=env,
     )
     assert proc.returncode == 1
-    assert "already up with job_submit/lua on" in proc.stderr and "down first" in proc.stderr
+    assert "another shape: job-submit-lua=1" in proc.stderr, proc.stderr
+    assert "minicluster down" in proc.stderr

@@ -27,23 +27,29 @@ def minicluster(cluster, *args: str, env: dict[str, str] | None = None):
 def test_up_when_up_is_a_no_op(slurm_cluster):
     pid_file = slurm_cluster.state_dir / "run" / "slurmctld.pid"
     pid = pid_file.read_text().strip()
-    proc = minicluster(slurm_cluster, "up")
+    proc = minicluster(slurm_cluster, "up", *slurm_cluster.up_args)
     assert proc.returncode == 0, proc.stderr
     assert "already up" in proc.stdout
     assert pid_file.read_text().strip() == pid  # nothing restarted
 
 
 def test_up_with_another_shape_is_refused(slurm_cluster):
-    proc = minicluster(slurm_cluster, "up", "--gpus", "3")
+    proc = minicluster(slurm_cluster, "up", *slurm_cluster.up_args, "--gpus", "3")
     assert proc.returncode == 1
-    assert "another shape" in proc.stderr and "down first" in proc.stderr
+    assert "another shape: gpus=8 " in proc.stderr and "(asked: gpus=3" in proc.stderr
+    assert "minicluster down" in proc.stderr
 
 
 def test_status_exit_codes(slurm_cluster, tmp_path):
-    up = minicluster(slurm_cluster, "status")
+    up = minicluster(slurm_cluster, "status", *slurm_cluster.mc_args)
     assert up.returncode == 0, up.stdout + up.stderr
     assert "main*" in up.stdout and "debug" in up.stdout
-    down = minicluster(slurm_cluster, "status", env={"SNRUN_MC_DIR": str(tmp_path / "none")})
+    down = minicluster(
+        slurm_cluster,
+        "status",
+        *slurm_cluster.mc_args,
+        env={"SNRUN_MC_DIR": str(tmp_path / "none")},
+    )
     assert down.returncode == 3 and "down" in down.stdout
 
 
@@ -52,10 +58,42 @@ def test_bad_usage_exits_2(slurm_cluster):
     assert minicluster(slurm_cluster, "up", "--supernodes", "0").returncode == 2
 
 
-def test_node_names_resolve(slurm_cluster):
-    import socket
+def test_bad_slurm_or_topology_exits_2(slurm_cluster):
+    bad = [("--slurm", "23.02"), ("--topology", "torus")]
+    for opt in bad:
+        proc = minicluster(slurm_cluster, "up", *opt)
+        assert proc.returncode == 2 and opt[1] in proc.stderr, proc.stderr
 
-    assert socket.gethostbyname(slurm_cluster.nodes[0]) == "127.0.0.1"
+
+def test_node_names_resolve(slurm_cluster):
+    """Where the cluster's processes run (the host, or the namespaces of another release)."""
+    proc = subprocess.run(
+        slurm_cluster.inside("getent", "hosts", slurm_cluster.nodes[0]),
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split()[0] == "127.0.0.1"
+
+
+def test_exec_runs_inside_with_the_cluster_config(slurm_cluster):
+    """`minicluster exec` runs clients where they reach the controller, with SLURM_CONF set."""
+    proc = minicluster(slurm_cluster, "exec", *slurm_cluster.mc_args, "--", "scontrol", "ping")
+    assert proc.returncode == 0 and "UP" in proc.stdout, proc.stdout + proc.stderr
+    conf = minicluster(
+        slurm_cluster, "exec", *slurm_cluster.mc_args, "--", "printenv", "SLURM_CONF"
+    )
+    assert conf.stdout.strip() == str(slurm_cluster.conf)
+
+
+def test_version_is_the_one_asked_for(slurm_cluster):
+    """--slurm 24.11 runs 24.11; the default runs the host's own slurmctld."""
+    wanted = slurm_cluster.slurm
+    if wanted == "host":
+        wanted = subprocess.run(["slurmctld", "-V"], capture_output=True, text=True).stdout
+    major, minor = slurm_cluster.version
+    assert f"{major}.{minor:02d}" in wanted
 
 
 def test_constraint_keeps_a_job_in_one_super_node(slurm_cluster, tmp_path):
@@ -83,7 +121,7 @@ def test_constraint_keeps_a_job_in_one_super_node(slurm_cluster, tmp_path):
         assert first not in got
         lines = [ln.split() for ln in out.read_text().splitlines() if ln.strip()]
         assert {node for node, _ in lines} == got
-        for node, addr in lines:
-            assert addr == f"spine.{homes[0]}.{node}"
+        for node, addr in lines:  # tree: spine.sn0.n1, block: sn0.n1
+            assert addr == slurm_cluster.topology_addr(homes[0], node)
     finally:
         jobs.cancel(blocker)

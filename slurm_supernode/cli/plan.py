@@ -10,6 +10,7 @@ import argparse
 import os
 import sys
 
+from slurm_supernode.cli.layout_args import add_layout_arguments, layout_from_args
 from slurm_supernode.cli.options import int_range, number
 from slurm_supernode.errors import InputError, PlacementError
 
@@ -38,9 +39,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="hostlist of the allocation (default $SLURM_JOB_NODELIST)",
     )
     p.add_argument("--nproc-per-node", type=_positive, help="ranks per node (default: devices)")
-    for dim in ("tp", "cp", "ep", "pp"):
-        p.add_argument(f"--{dim}", type=_positive, default=1, help=f"{dim.upper()} size")
-    p.add_argument("--order", default="tp-cp-ep-dp-pp", help="dimensions, innermost first")
+    add_layout_arguments(p.add_argument_group("parallel layout (the framework's rank groups)"))
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
     p.add_argument("--full", action="store_true", help="list every node in the table")
     g = p.add_argument_group("communication planner")
@@ -102,11 +101,30 @@ def _workload(args):
     )
 
 
+def check_experts(layout, model) -> None:
+    """Expert parallelism needs experts to split: refuse --ep on a dense model (Megatron does)."""
+    if layout.ep == 1:
+        return
+    if not model.is_moe:
+        raise InputError(
+            f"--ep {layout.ep} on a dense model ({model.name} has no experts): expert "
+            "parallelism splits MoE experts (Megatron: num_experts must be set for it)",
+            where="--ep",
+            hint="drop --ep (data parallelism is already W/(tp*cp*pp)), or give --experts N",
+        )
+    if model.experts % layout.ep:
+        raise InputError(
+            f"{model.experts} experts are not a multiple of ep={layout.ep} (Megatron: number of "
+            "experts should be a multiple of expert model parallel size)",
+            where="--ep",
+            hint="ep must divide --experts",
+        )
+
+
 def run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from slurm_supernode.fsutil import check_output_path
-    from slurm_supernode.placement.model import Layout
     from slurm_supernode.placement.rankmap import build_rank_map
     from slurm_supernode.placement.render import render_plan
 
@@ -114,6 +132,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(
             "no nodelist given", where="--nodelist", hint="pass --nodelist or run inside a job"
         )
+    layout = layout_from_args(args)
     for option, out in (
         ("--hccl-rank-table", args.hccl_rank_table),
         ("--nccl-topo-file", args.nccl_topo_file),
@@ -121,8 +140,9 @@ def run(args: argparse.Namespace) -> int:
         if out:
             check_output_path(out, option)
     work = _workload(args)  # validate the model flags before loading anything
+    if work is not None:
+        check_experts(layout, work.model)
     site = _load_site(args.site)
-    layout = Layout(tp=args.tp, cp=args.cp, ep=args.ep, pp=args.pp, order=args.order)
     rm = build_rank_map(site, args.nodelist, layout, args.nproc_per_node)
 
     if work is not None:
@@ -145,7 +165,8 @@ def run(args: argparse.Namespace) -> int:
                 args.nodelist,
                 work,
                 args.nproc_per_node,
-                order=args.order,
+                order=layout.order,
+                framework=layout.framework,
                 device_memory_gb=args.device_memory,
                 top=args.top,
             )

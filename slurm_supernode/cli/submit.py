@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from slurm_supernode.cli.layout_args import add_layout_arguments, layout_from_args
 from slurm_supernode.cli.options import Renamed, non_negative, positive
 from slurm_supernode.launch.jobspec import JobSpec, parse_env_items
-from slurm_supernode.placement.model import DEFAULT_ORDER, Layout
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -51,11 +51,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--nproc-per-node", type=positive, metavar="N", help="processes per node (default: devices)"
     )
-    for dim in ("tp", "cp", "ep", "pp"):
-        g.add_argument(
-            f"--{dim}", type=positive, default=1, metavar="N", help=f"{dim.upper()} size (1)"
-        )
-    g.add_argument("--order", default=DEFAULT_ORDER, help="dimension order, innermost first")
+    add_layout_arguments(g)
     j = p.add_argument_group("snrun")
     j.add_argument("--site", help="site name or path (default $SNRUN_SITE)")
     j.add_argument("--env", action="append", default=[], metavar="K=V", help="repeatable")
@@ -197,7 +193,7 @@ def spec_from_args(ns: argparse.Namespace) -> JobSpec:
         nodes=ns.nodes,
         allow_partial=ns.allow_partial,
         nproc_per_node=ns.nproc_per_node,
-        layout=Layout(tp=ns.tp, cp=ns.cp, ep=ns.ep, pp=ns.pp, order=ns.order),
+        layout=layout_from_args(ns),
         env=parse_env_items(ns.env),
         profiles=tuple(ns.profile),
         site=ns.site,

@@ -26,8 +26,5 @@ def load_inputs(job_dir: Path) -> dict[str, Any]:
 def rank_map_for_job(inputs: Mapping[str, Any], site: Site, hosts: list[str]) -> RankMap:
     from slurm_supernode.placement.rankmap import build_rank_map
 
-    lay = inputs["layout"]
-    layout = Layout(
-        tp=lay["tp"], cp=lay["cp"], ep=lay["ep"], pp=lay["pp"], order=lay["order"], dp=1
-    )
+    layout = Layout.from_dict(inputs["layout"])  # dp, edp are derived again from the hosts
     return build_rank_map(site, hosts, layout, inputs.get("nproc_per_node"))

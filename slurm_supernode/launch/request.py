@@ -265,7 +265,11 @@ def plan_request(
         components = [(f"--nodes={k * size}", f"--nodelist={spec.pinned_nodes}", *alloc)]
         total, whole = k * size, k
     elif strategy == "block":
-        components = [(f"--nodes={k * size}", f"--segment={size}", *alloc)]
+        # --exclusive=topo (with --segment since 24.05): no other job in the job's blocks, so a
+        # super node's spare nodes stay free for this job's requeue (measured on 24.11: a job
+        # on the 4th node of a 3-node job's block pends with =topo, runs with --exclusive).
+        block_alloc = ["--exclusive=topo" if a == "--exclusive" else a for a in alloc]
+        components = [(f"--nodes={k * size}", f"--segment={size}", *block_alloc)]
         total, whole = k * size, k
     else:  # switches
         components = [(f"--nodes={k * size}", f"--switches={k}", *alloc)]

@@ -14,12 +14,20 @@ from collections import Counter
 from collections.abc import Iterable
 
 from slurm_supernode.errors import PlacementError
-from slurm_supernode.placement.model import DIMENSIONS, Check, Layout, RankMap
+from slurm_supernode.placement import layout as grids
+from slurm_supernode.placement.model import (
+    DEFAULT_FRAMEWORK,
+    DEFAULT_ORDER,
+    GROUP_DIMS,
+    Check,
+    Layout,
+    RankMap,
+)
 from slurm_supernode.placement.rankmap import dim_strides, parse_order
 from slurm_supernode.site.model import LINK_LEVELS, Site
 
-HARD_CHECKS = frozenset({"bijection", "world-size", "tp-in-node"})
-PARALLEL_DIMS = ("tp", "cp", "ep", "pp")  # given by the user; dp is derived
+HARD_CHECKS = frozenset({"bijection", "world-size", "tp-in-node", "etp-in-node"})
+PARALLEL_DIMS = ("tp", "cp", "ep", "pp")  # given by the user; dp and edp are derived
 
 
 def divisors(n: int) -> list[int]:
@@ -27,67 +35,123 @@ def divisors(n: int) -> list[int]:
     return sorted(set(small + [n // d for d in small]))
 
 
-def layout_problem(
-    tp: int, cp: int, ep: int, pp: int, world: int, nproc: int, dp: int | None = None
-) -> str | None:
-    """Why (tp, cp, ep, pp) cannot run on ``world`` ranks of ``nproc`` per node; None if it can."""
-    for name, v in (("tp", tp), ("cp", cp), ("ep", ep), ("pp", pp)):
-        if v < 1:
-            return f"{name}={v} must be at least 1"
-    if tp <= nproc and nproc % tp:
-        return f"tp={tp} does not divide {nproc} devices per node"
-    if tp > nproc and tp % nproc:
-        return f"tp={tp} is larger than a node ({nproc} devices) but not a multiple of it"
-    prod = tp * cp * ep * pp
-    if world % prod:
-        return f"tp*cp*ep*pp={prod} does not divide the world size {world}"
-    if dp is not None and dp * prod != world:
-        return (
-            f"dp={dp} does not match world size {world} / (tp*cp*ep*pp={prod}) = {world / prod:g}"
-        )
+def _node_problem(name: str, size: int, nproc: int) -> str | None:
+    """snrun's own rule: a tensor-parallel group fits a node, or is whole nodes."""
+    if size <= nproc and nproc % size:
+        return f"{name}={size} does not divide {nproc} devices per node"
+    if size > nproc and size % nproc:
+        return f"{name}={size} is larger than a node ({nproc} devices) but not a multiple of it"
     return None
+
+
+def layout_problem(
+    tp: int,
+    cp: int,
+    ep: int,
+    pp: int,
+    world: int,
+    nproc: int,
+    dp: int | None = None,
+    *,
+    etp: int | None = None,
+    order: str = DEFAULT_ORDER,
+    framework: str = DEFAULT_FRAMEWORK,
+) -> str | None:
+    """Why the layout cannot run on ``world`` ranks of ``nproc`` per node; None if it can.
+
+    snrun's placement rules (TP and ETP groups fit a node) first, then the framework's own
+    assertions, worded as the framework words them (``layout.framework_problem``).
+    """
+    lay = Layout(tp=tp, cp=cp, ep=ep, pp=pp, etp=etp, order=order, framework=framework)
+    for name in ("tp", "cp", "ep", "etp", "pp"):
+        if lay.size(name) < 1:
+            return f"{name}={lay.size(name)} must be at least 1"
+    for name in ("tp", "etp"):
+        problem = _node_problem(name, lay.size(name), nproc)
+        if problem:
+            return problem
+    problem = grids.framework_problem(lay, world)
+    if problem:
+        return problem
+    model = tp * cp * pp
+    if dp is not None and dp * model != world:
+        return f"dp={dp} does not match world size {world} / (tp*cp*pp={model}) = {world / model:g}"
+    return None
+
+
+def _search_dims(layout: Layout) -> tuple[str, ...]:
+    return PARALLEL_DIMS + (("etp",) if layout.etp is not None else ())
 
 
 def nearest_feasible(
     layout: Layout, world: int, nproc: int, limit: int = 3
 ) -> list[dict[str, int]]:
-    """Feasible (tp, cp, ep, pp) closest to the request (log-distance), changing <= 2 dims."""
-    want = {d: max(1, layout.size(d)) for d in PARALLEL_DIMS}
-    cands = {d: divisors(world) for d in PARALLEL_DIMS}
+    """Feasible (tp, cp, ep, pp[, etp]) closest to the request (log-distance), <= 2 changes."""
+    dims = _search_dims(layout)
+    want = {d: max(1, layout.size(d)) for d in dims}
+    cands = {d: divisors(world) for d in dims}
     found: dict[tuple[int, ...], float] = {}
 
     def consider(choice: dict[str, int]) -> None:
-        key = tuple(choice[d] for d in PARALLEL_DIMS)
-        if key in found or layout_problem(*key, world=world, nproc=nproc) is not None:
+        key = tuple(choice[d] for d in dims)
+        if key in found:
             return
-        found[key] = sum(abs(math.log2(choice[d] / want[d])) for d in PARALLEL_DIMS)
+        problem = layout_problem(
+            choice["tp"],
+            choice["cp"],
+            choice["ep"],
+            choice["pp"],
+            world=world,
+            nproc=nproc,
+            etp=choice.get("etp"),
+            order=layout.order,
+            framework=layout.framework,
+        )
+        if problem is not None:
+            return
+        found[key] = sum(abs(math.log2(choice[d] / want[d])) for d in dims)
 
-    for i, a in enumerate(PARALLEL_DIMS):
+    for i, a in enumerate(dims):
         for va in cands[a]:
             consider(want | {a: va})
-            for b in PARALLEL_DIMS[i + 1 :]:
+            for b in dims[i + 1 :]:
                 near = [v for v in cands[b] if abs(math.log2(v / want[b])) <= 3]
                 for vb in near:
                     consider(want | {a: va, b: vb})
     best = sorted(found.items(), key=lambda kv: (kv[1], kv[0]))[:limit]
     best = [kv for kv in best if kv[1] <= best[0][1] + 1.0]  # drop far-away extras
-    return [dict(zip(PARALLEL_DIMS, k, strict=True)) for k, _ in best]
+    return [dict(zip(dims, k, strict=True)) for k, _ in best]
 
 
 def _describe(choice: dict[str, int], layout: Layout) -> str:
-    diff = [f"{d}={choice[d]}" for d in PARALLEL_DIMS if choice[d] != layout.size(d)]
+    diff = [f"{d}={v}" for d, v in choice.items() if v != layout.size(d)]
     return " ".join(diff) or "as given"
 
 
 def resolve_layout(layout: Layout, world: int, nproc: int) -> Layout:
-    """Check ``layout`` against the allocation and return it with dp filled in.
+    """Check ``layout`` against the allocation and the framework; fill in dp, edp and etp.
 
-    ``dp`` is derived (world / tp*cp*ep*pp); a dp other than 1 in the input must agree.
+    ``dp`` is derived (world / tp*cp*pp); a dp other than 1 in the input must agree.
     """
     parse_order(layout.order)
+    if layout.framework == "torchtitan" and layout.order != DEFAULT_ORDER:
+        raise PlacementError(
+            str(grids.framework_problem(layout, world)),
+            where="--order",
+            hint="drop --order (torchtitan), or use --framework megatron",
+        )
     given_dp = layout.dp if layout.dp != 1 else None
     problem = layout_problem(
-        layout.tp, layout.cp, layout.ep, layout.pp, world=world, nproc=nproc, dp=given_dp
+        layout.tp,
+        layout.cp,
+        layout.ep,
+        layout.pp,
+        world=world,
+        nproc=nproc,
+        dp=given_dp,
+        etp=layout.etp,
+        order=layout.order,
+        framework=layout.framework,
     )
     if problem:
         near = nearest_feasible(layout, world, nproc)
@@ -100,15 +164,7 @@ def resolve_layout(layout: Layout, world: int, nproc: int) -> Layout:
             f"{problem} ({world} ranks on {world // nproc} nodes x {nproc}); {hint}",
             where="layout",
         )
-    prod = layout.tp * layout.cp * layout.ep * layout.pp
-    return Layout(
-        tp=layout.tp,
-        cp=layout.cp,
-        ep=layout.ep,
-        dp=world // prod,
-        pp=layout.pp,
-        order=layout.order,
-    )
+    return grids.derived(layout, world)
 
 
 # -- spans ---------------------------------------------------------------------------------
@@ -122,41 +178,46 @@ def span_counts(
 ) -> Counter[str]:
     """Spans computed from the node order alone (no rank list): the planner's search uses it.
 
-    ``sn_of[i]`` is the super node of node rank i. ``stop_at_inter`` returns as soon as one
-    group crosses super nodes (enough to know the slowest level).
+    ``dim`` is one group dimension (tp, cp, dp, pp, ep, etp, edp) or several on one grid
+    ('dp-cp': Megatron's data-parallel group with context parallelism). ``sn_of[i]`` is the
+    super node of node rank i. ``stop_at_inter`` returns as soon as one group crosses super
+    nodes (enough to know the slowest level).
     """
-    size = layout.size(dim)
+    shape = grids.group_shape(layout, dim)
+    shape = tuple((n, s) for n, s in shape if n > 1)
     counts: Counter[str] = Counter()
-    if size == 1:
+    if not shape:
         return counts
-    stride = dim_strides(layout)[dim]
+    offsets = [0]
+    for n, s in shape:
+        offsets = [o + i * s for i in range(n) for o in offsets]
+    offsets.sort()
     world = len(sn_of) * nproc
-    block = stride * size
-    for start in range(0, world, block):
-        for base in range(start, start + stride):
-            first = base // nproc
-            last = (base + (size - 1) * stride) // nproc
-            if first == last:
-                counts["node"] += 1
-                continue
-            if (
-                sn_of[first] == sn_of[last]
-                and len(
-                    {sn_of[(base + k * stride) // nproc] for k in range(1, size - 1)}
-                    | {sn_of[first]}
-                )
-                == 1
-            ):
-                counts["supernode"] += 1
-                continue
-            counts["inter"] += 1
-            if stop_at_inter:
-                return counts
+    if len(shape) == 1:
+        size, stride = shape[0]
+        block = stride * size
+        bases = (b for start in range(0, world, block) for b in range(start, start + stride))
+    else:
+        bases = (r for r in range(world) if all((r // s) % n == 0 for n, s in shape))
+    span = offsets[-1]
+    for base in bases:
+        first = base // nproc
+        last = (base + span) // nproc
+        if first == last:
+            counts["node"] += 1
+            continue
+        home = sn_of[first]
+        if sn_of[last] == home and all(sn_of[(base + o) // nproc] == home for o in offsets):
+            counts["supernode"] += 1
+            continue
+        counts["inter"] += 1
+        if stop_at_inter:
+            return counts
     return counts
 
 
 def all_spans(rm: RankMap) -> dict[str, Counter[str]]:
-    return {d: dim_spans(rm, d) for d in DIMENSIONS}
+    return {d: dim_spans(rm, d) for d in GROUP_DIMS}
 
 
 def slowest_level(spans: Counter[str]) -> str | None:
@@ -198,71 +259,85 @@ def run_checks(rm: RankMap, site: Site, spans: dict[str, Counter[str]] | None = 
             f"{world} ranks = {len(rm.nodes)} nodes x {nproc} per node; layout {lay.world_size}",
         )
     )
-    tp = spans["tp"]
-    if lay.tp <= nproc:
-        bad = tp.get("supernode", 0) + tp.get("inter", 0)
-        out.append(
-            Check(
-                "tp-in-node",
-                bad == 0,
-                f"all {lay.world_size // lay.tp} TP groups inside one node"
-                if bad == 0
-                else f"{bad} TP groups span nodes (order {lay.order} puts TP apart)",
-            )
-        )
-        out.append(_island_check(rm, site))
-    else:
-        bad = tp.get("inter", 0)
-        out.append(
-            Check(
-                "tp-in-supernode",
-                bad == 0,
-                f"tp={lay.tp} > {nproc} per node: all TP groups inside one super node"
-                if bad == 0
-                else f"tp={lay.tp} > {nproc} per node and {bad} TP groups cross super nodes",
-            )
-        )
+    for dim in ("tp", "etp"):
+        if dim == "etp" and lay.expert_tp == 1:
+            continue
+        out += _tensor_checks(rm, site, dim, spans[dim])
     out.append(_divides_supernode(rm, site))
     out.append(_whole_supernodes(rm, site))
-    for dim in DIMENSIONS:
+    for dim in GROUP_DIMS:
         out.append(Check(f"span-{dim}", True, _span_detail(dim, rm, spans[dim])))
     return tuple(out)
 
 
-def _island_check(rm: RankMap, site: Site) -> Check:
+def _tensor_checks(rm: RankMap, site: Site, dim: str, spans: Counter[str]) -> list[Check]:
+    """TP (and expert TP) groups: inside one node (hard) and island, else one super node."""
+    lay, nproc = rm.layout, rm.nproc_per_node
+    size, name = lay.size(dim), dim.upper()
+    if size <= nproc:
+        bad = spans.get("supernode", 0) + spans.get("inter", 0)
+        return [
+            Check(
+                f"{dim}-in-node",
+                bad == 0,
+                f"all {rm.world_size // size} {name} groups inside one node"
+                if bad == 0
+                else f"{bad} {name} groups span nodes (order {lay.order} puts {name} apart)",
+            ),
+            _island_check(rm, site, dim),
+        ]
+    bad = spans.get("inter", 0)
+    return [
+        Check(
+            f"{dim}-in-supernode",
+            bad == 0,
+            f"{dim}={size} > {nproc} per node: all {name} groups inside one super node"
+            if bad == 0
+            else f"{dim}={size} > {nproc} per node and {bad} {name} groups cross super nodes",
+        )
+    ]
+
+
+def _island_check(rm: RankMap, site: Site, dim: str = "tp") -> Check:
     """TP groups inside one device island (fastest links inside a node) where they fit."""
     lay, nproc = rm.layout, rm.nproc_per_node
-    if lay.tp == 1:
-        return Check("tp-in-island", True, "tp=1")
-    stride = dim_strides(lay)["tp"]
+    tp = lay.size(dim)
+    name = f"{dim}-in-island"
+    if tp == 1:
+        return Check(name, True, f"{dim}=1")
+    stride = dim_strides(lay)[dim]
     bad = 0
     islands: dict[tuple, tuple[int, dict[int, int]]] = {}  # device_groups -> (size, device->island)
     for group_first in range(0, rm.world_size):
-        if (group_first // stride) % lay.tp:
+        if (group_first // stride) % tp:
             continue
         groups = site.node(rm.nodes[group_first // nproc].hostname).spec.device_groups
         if groups not in islands:
             where = {d: i for i, g in enumerate(groups) for d in g}
             islands[groups] = (max(len(g) for g in groups), where)
         size, where = islands[groups]
-        if lay.tp > size:
+        if tp > size:
             continue
-        ids = {where[rm.ranks[group_first + k * stride].device] for k in range(lay.tp)}
+        ids = {where[rm.ranks[group_first + k * stride].device] for k in range(tp)}
         if len(ids) > 1:
             bad += 1
     if bad:
-        return Check("tp-in-island", False, f"{bad} TP groups cross device islands")
-    return Check("tp-in-island", True, "every TP group that fits an island is inside one")
+        return Check(name, False, f"{bad} {dim.upper()} groups cross device islands")
+    return Check(name, True, f"every {dim.upper()} group that fits an island is inside one")
 
 
 def _divides_supernode(rm: RankMap, site: Site) -> Check:
     lay, nproc = rm.layout, rm.nproc_per_node
-    inner = lay.tp * lay.cp * lay.ep
+    # the blocks of ranks the inner groups fill: tp x cp (dense) and etp x ep (expert)
+    inner = math.lcm(lay.tp * lay.cp, lay.expert_tp * lay.ep)
     sizes = sorted(
         {len(site.supernode(sn).nodes) * nproc for sn in {n.supernode for n in rm.nodes}}
     )
     bad = [s for s in sizes if s % inner]
-    detail = f"tp*cp*ep={inner} vs super node size {'/'.join(map(str, sizes))} devices"
+    detail = (
+        f"lcm(tp*cp={lay.tp * lay.cp}, etp*ep={lay.expert_tp * lay.ep})={inner} vs super node "
+        f"size {'/'.join(map(str, sizes))} devices"
+    )
     return Check(
         "tp-cp-ep-divides-supernode", not bad, detail + (" (does not divide)" if bad else "")
     )
@@ -287,5 +362,5 @@ def raise_on_hard_failures(found: Iterable[Check], rm: RankMap, site: Site) -> N
         raise PlacementError(
             f"layout {rm.layout.as_dict()} breaks a guarantee: {hint}",
             where="layout",
-            hint=f"use the default order tp-cp-ep-dp-pp or: {alt}" if alt else None,
+            hint=f"use the default order {DEFAULT_ORDER} or: {alt}" if alt else None,
         )

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from slurm_supernode.errors import InputError
 from slurm_supernode.placement.checks import slowest_level, span_counts
-from slurm_supernode.placement.model import DIMENSIONS, Layout, RankMap
+from slurm_supernode.placement.model import DIMENSIONS, GROUP_DIMS, Layout, RankMap
 from slurm_supernode.placement.models import ModelSpec
 from slurm_supernode.site.model import CROSS_ISLAND, LinkLevel, Site
 
@@ -186,7 +186,7 @@ def traffic(model: ModelSpec, lay: Layout, m: int, sp: bool = False) -> dict[str
     m micro-batches per pipeline, Ls = layers / pp per stage, a = b x (s/cp) x h x bytes the
     activation of one micro-batch on one rank.
     """
-    tp, cp, ep, dp, pp = lay.tp, lay.cp, lay.ep, lay.dp, lay.pp
+    tp, cp, ep, dp, pp, etp = lay.tp, lay.cp, lay.ep, lay.dp, lay.pp, lay.expert_tp
     nbytes = model.dtype_bytes
     ls = model.layers / pp
     tokens = model.micro_batch * model.seq / cp  # tokens of one micro-batch on one CP rank
@@ -206,14 +206,16 @@ def traffic(model: ModelSpec, lay: Layout, m: int, sp: bool = False) -> dict[str
     if ep > 1 and model.is_moe:  # dispatch + combine forward, and their gradients backward
         routed = tokens / tp * model.topk * model.hidden * nbytes  # SP: tokens split over tp
         out["ep"].append(Op("all_to_all", routed, 4 * m * ls, ep, ("ep",), "token all-to-all"))
-    # gradients: distributed optimizer = reduce-scatter grads + all-gather params, once a step.
-    # Dense weights are replicated over dp x ep x cp ranks, experts over dp x cp.
-    dense_n, expert_n = dp * ep * cp, dp * cp
+    # gradients: distributed optimizer = reduce-scatter grads + all-gather params, once a step,
+    # in the framework's groups (layout.py): dense weights are replicated over Megatron's
+    # data-parallel group with context parallelism (dp x cp ranks; dp already holds the EP
+    # ranks), expert weights over the expert data-parallel group (edp = W / (etp x ep x pp)).
+    dense_n, expert_n = dp * cp, lay.edp
     dense = model.dense_params / (tp * pp) * nbytes
-    experts = model.expert_params / (ep * tp * pp) * nbytes
+    experts = model.expert_params / (ep * etp * pp) * nbytes
     for size, n, group, what in (
-        (dense, dense_n, ("dp", "ep", "cp"), "dense gradients"),
-        (experts, expert_n, ("dp", "cp"), "expert gradients"),
+        (dense, dense_n, ("dp", "cp"), "dense gradients"),
+        (experts, expert_n, ("edp",), "expert gradients"),
     ):
         if n > 1 and size > 0:
             out["dp"] += [
@@ -243,9 +245,10 @@ def _link(site: Site, level: str) -> LinkLevel:
 def micro_batches_of(model: ModelSpec, lay: Layout, global_batch: int | None) -> tuple[int, int]:
     """(micro-batches per pipeline, effective global batch) for a layout.
 
-    Data replicas are dp x ep (expert-parallel ranks see different tokens in the dense part).
+    Data replicas are the framework's dp = W / (tp x cp x pp): the EP ranks are carved out of
+    them and see different tokens.
     """
-    replicas = lay.dp * lay.ep
+    replicas = lay.dp
     gb = global_batch if global_batch is not None else lay.world_size * model.micro_batch
     m = max(1, -(-gb // (replicas * model.micro_batch)))
     return m, m * replicas * model.micro_batch
@@ -290,9 +293,9 @@ def step_cost(site: Site, lay: Layout, levels: dict[str, str | None], work: Work
         flops = 6 * model.flops_params * tokens / lay.world_size
         compute = flops / (work.tflops * 1e12 * work.mfu)
         bubble = compute * (lay.pp - 1) / m
-    # dense weights split over tp x pp; experts also over ep (each rank holds its experts only)
+    # dense weights split over tp x pp; experts over etp x ep x pp (each rank its experts only)
     shard = model.dense_params / (lay.tp * lay.pp) + model.expert_params / (
-        lay.tp * lay.pp * lay.ep
+        lay.expert_tp * lay.pp * lay.ep
     )
     memory = shard * STATE_BYTES_PER_PARAM / GB
     return StepCost(lay, tuple(dims), m, gb, compute, bubble, memory)
@@ -340,17 +343,29 @@ def refine_levels(
     }
 
 
+def levels_for(
+    lay: Layout, nproc: int, sn_of: list[str], spans: dict[str, Counter[str]] | None = None
+) -> dict[str, str | None]:
+    """Slowest link level of every group dimension (tp, cp, dp, pp, ep, etp, edp).
+
+    A combined group (dp x cp) is connected through its dp and cp groups, so it crosses a
+    node or super node exactly when one of them does: the slowest of their levels.
+    """
+    out: dict[str, str | None] = {}
+    for d in GROUP_DIMS:
+        found = spans.get(d) if spans is not None else None
+        if found is None:
+            found = span_counts(lay, nproc, sn_of, d, stop_at_inter=True)
+        out[d] = slowest_level(found)
+    return out
+
+
 def levels_of(
     rm: RankMap, spans: dict[str, Counter[str]] | None = None, site: Site | None = None
 ) -> dict[str, str | None]:
-    """Slowest link level per dimension of a built rank map (islands priced when site given)."""
+    """Slowest link level per group dimension of a built map (islands priced when site given)."""
     sn_of = [n.supernode for n in rm.nodes]
-    if spans is None:
-        spans = {
-            d: span_counts(rm.layout, rm.nproc_per_node, sn_of, d, stop_at_inter=True)
-            for d in DIMENSIONS
-        }
-    levels = {d: slowest_level(spans[d]) for d in DIMENSIONS}
+    levels = levels_for(rm.layout, rm.nproc_per_node, sn_of, spans)
     if site is None:
         return levels
     specs = {(n.visible_devices, site.node(n.hostname).spec.device_groups) for n in rm.nodes}

@@ -8,13 +8,31 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+# The order tokens (`--order`, Megatron-Core's ``order``): all five, innermost first.
 DIMENSIONS = ("tp", "cp", "ep", "dp", "pp")
-DEFAULT_ORDER = "tp-cp-ep-dp-pp"  # Megatron-LM: TP innermost (adjacent ranks), PP outermost
+DEFAULT_ORDER = "tp-cp-ep-dp-pp"  # Megatron-LM's default: TP innermost, PP outermost
+TP_PP_DP_ORDER = "tp-cp-ep-pp-dp"  # what Megatron-LM's --use-tp-pp-dp-mapping selects
+FRAMEWORKS = ("megatron", "torchtitan")
+DEFAULT_FRAMEWORK = "megatron"
+
+# Two grids over the same ranks (Megatron-Core's two RankGenerators; torchtitan's meshes):
+# the dense grid (attention, dense MLP) and the expert grid (MoE layers).
+DENSE_DIMS = ("tp", "cp", "dp", "pp")
+EXPERT_DIMS = ("etp", "ep", "edp", "pp")
+# Every communication group a plan reports, in reporting order.
+GROUP_DIMS = ("tp", "cp", "dp", "pp", "ep", "etp", "edp")
+EXPERT_ONLY = frozenset({"ep", "etp", "edp"})  # dims that live on the expert grid only
 
 
 @dataclass(frozen=True, slots=True)
 class Layout:
-    """Sizes of the parallel dimensions; ``order`` lists them innermost first."""
+    """Parallel sizes as the training framework reads them; ``order`` innermost first.
+
+    ``dp`` is the dense data-parallel size W / (tp*cp*pp) and ``edp`` the expert one
+    W / (etp*ep*pp): ``ep`` does not multiply into the world size, it is carved out of
+    dp*cp (and tp when etp < tp), as in Megatron-Core and torchtitan. ``etp`` None means tp.
+    Both derived sizes are filled in by ``checks.resolve_layout``.
+    """
 
     tp: int = 1
     cp: int = 1
@@ -22,8 +40,17 @@ class Layout:
     dp: int = 1
     pp: int = 1
     order: str = DEFAULT_ORDER
+    etp: int | None = None
+    edp: int = 1
+    framework: str = DEFAULT_FRAMEWORK
+
+    @property
+    def expert_tp(self) -> int:
+        return self.tp if self.etp is None else self.etp
 
     def size(self, dim: str) -> int:
+        if dim == "etp":
+            return self.expert_tp
         return int(getattr(self, dim))
 
     @property
@@ -32,10 +59,33 @@ class Layout:
 
     @property
     def world_size(self) -> int:
-        return self.tp * self.cp * self.ep * self.dp * self.pp
+        return self.tp * self.cp * self.dp * self.pp
 
     def as_dict(self) -> dict[str, int | str]:
-        return {d: self.size(d) for d in DIMENSIONS} | {"order": self.order}
+        return {
+            "framework": self.framework,
+            "tp": self.tp,
+            "cp": self.cp,
+            "ep": self.ep,
+            "etp": self.expert_tp,
+            "dp": self.dp,
+            "edp": self.edp,
+            "pp": self.pp,
+            "order": self.order,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Layout:
+        """Inverse of ``as_dict`` (derived sizes are recomputed by ``resolve_layout``)."""
+        return cls(
+            tp=int(d.get("tp", 1)),
+            cp=int(d.get("cp", 1)),
+            ep=int(d.get("ep", 1)),
+            pp=int(d.get("pp", 1)),
+            order=str(d.get("order", DEFAULT_ORDER)),
+            etp=None if d.get("etp") is None else int(d["etp"]),
+            framework=str(d.get("framework", DEFAULT_FRAMEWORK)),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +108,8 @@ class RankPlacement:
     local_rank: int
     device: int  # physical device id on the node
     supernode: str
-    coords: dict[str, int]  # tp, cp, ep, dp, pp
+    coords: dict[str, int]  # dense grid: tp, cp, dp, pp
+    expert_coords: dict[str, int]  # expert grid: etp, ep, edp, pp
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +131,8 @@ class RankMap:
     ranks: tuple[RankPlacement, ...]  # in rank order
     checks: tuple[Check, ...] = ()
     cost: dict | None = None  # filled by the planner when asked
+    # per group dimension: how many groups stay in a node / super node / cross ("inter")
+    spans: dict[str, dict[str, int]] = field(default_factory=dict, compare=False)
     _by_host: dict[str, NodePlacement] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

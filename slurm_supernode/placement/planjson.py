@@ -32,16 +32,19 @@ def _rank_lines(rm: RankMap) -> Iterator[str]:
     sns = [json.dumps(n.supernode) for n in rm.nodes]
     keys = tuple(rm.ranks[0].coords)
     tmpl = _coords_template(rm.ranks[0].coords)
+    ekeys = tuple(rm.ranks[0].expert_coords)
+    etmpl = _coords_template(rm.ranks[0].expert_coords)
     r: RankPlacement
     for r in rm.ranks:
-        c = r.coords
+        c, e = r.coords, r.expert_coords
         # the fallback never runs for maps built by build_rank_map; it keeps the writer exact
         coords = tmpl % tuple(c.values()) if tuple(c) == keys else json.dumps(c)
+        ecoords = etmpl % tuple(e.values()) if tuple(e) == ekeys else json.dumps(e)
         n = r.node_rank
         yield (
             f'{{"rank": {r.rank}, "hostname": {hosts[n]}, "node_rank": {n}, '
             f'"local_rank": {r.local_rank}, "device": {r.device}, '
-            f'"supernode": {sns[n]}, "coords": {coords}}}'
+            f'"supernode": {sns[n]}, "coords": {coords}, "expert_coords": {ecoords}}}'
         )
 
 

@@ -8,7 +8,10 @@ runs on a login node for ``snrun plan`` on 100,000-GPU sites too.
 
 Placement rules: nodes in the site's physical order (super node ordinal, then node index), node
 rank = position in that order; a node's devices in ``spec.device_order`` (island by island), so
-adjacent ranks - the innermost layout dimension, TP by default - share the fastest links.
+adjacent ranks share the fastest links. The groups are the framework's (``layout.py``): both
+Megatron orders and torchtitan put TP/ETP innermost, then CP and EP, then DP/EDP, then PP (PP
+before DP with ``--use-tp-pp-dp-mapping``), so filling nodes with consecutive ranks keeps the
+innermost groups on the fastest links.
 """
 
 from __future__ import annotations
@@ -16,8 +19,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from slurm_supernode.errors import InputError, PlacementError
+from slurm_supernode.placement import layout as grids
+from slurm_supernode.placement.layout import parse_order  # noqa: F401  (public re-export)
 from slurm_supernode.placement.model import (
-    DIMENSIONS,
+    GROUP_DIMS,
     Layout,
     NodePlacement,
     RankMap,
@@ -62,35 +67,19 @@ def _fold(names: Sequence[str], limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def parse_order(order: str) -> tuple[str, ...]:
-    """Validate ``order``: a permutation of tp, cp, ep, dp, pp joined by '-', innermost first."""
-    dims = tuple(order.split("-"))
-    if sorted(dims) != sorted(DIMENSIONS):
-        raise PlacementError(
-            f"order {order!r} is not a permutation of {'-'.join(DIMENSIONS)}",
-            where="--order",
-            hint="list all five dimensions once, innermost first, e.g. tp-cp-ep-dp-pp",
-        )
-    return dims
-
-
 def dim_strides(layout: Layout) -> dict[str, int]:
-    """Rank distance between neighbours of each dimension (mixed radix, first in order fastest)."""
-    strides: dict[str, int] = {}
-    step = 1
-    for dim in parse_order(layout.order):
-        strides[dim] = step
-        step *= layout.size(dim)
-    return strides
+    """Rank distance between neighbours of each group dimension (tp..edp), per its grid."""
+    return grids.all_strides(layout)
 
 
 def coords_of(rank: int, layout: Layout) -> dict[str, int]:
-    """Coordinates of one rank in the layout (same arithmetic as the full map)."""
-    out: dict[str, int] = {}
-    rest = rank
-    for dim in parse_order(layout.order):
-        rest, out[dim] = divmod(rest, layout.size(dim))
-    return {d: out[d] for d in DIMENSIONS}
+    """Dense-grid coordinates (tp, cp, dp, pp) of one rank (same arithmetic as the full map)."""
+    return grids.coords(rank, layout, "dense")
+
+
+def expert_coords_of(rank: int, layout: Layout) -> dict[str, int]:
+    """Expert-grid coordinates (etp, ep, edp, pp) of one rank."""
+    return grids.coords(rank, layout, "expert")
 
 
 def order_nodes(site: Site, names: list[str], physical: bool) -> list[Node]:
@@ -159,54 +148,54 @@ def build_rank_map(
 
     ranks = _place_ranks(placements, layout, nproc)
     rm = RankMap(layout=layout, nproc_per_node=nproc, nodes=tuple(placements), ranks=ranks)
-    found = checks.run_checks(rm, site)
+    spans = checks.all_spans(rm)
+    found = checks.run_checks(rm, site, spans)
     checks.raise_on_hard_failures(found, rm, site)
-    return RankMap(layout=layout, nproc_per_node=nproc, nodes=rm.nodes, ranks=ranks, checks=found)
+    return RankMap(
+        layout=layout,
+        nproc_per_node=nproc,
+        nodes=rm.nodes,
+        ranks=ranks,
+        checks=found,
+        spans={d: dict(spans[d]) for d in GROUP_DIMS},
+    )
 
 
 def _place_ranks(
     nodes: list[NodePlacement], layout: Layout, nproc: int
 ) -> tuple[RankPlacement, ...]:
-    """The hot path (100k ranks): one pass, integer arithmetic, one small dict per rank."""
-    strides = dim_strides(layout)
-    s_tp, s_cp, s_ep, s_dp, s_pp = (strides[d] for d in DIMENSIONS)
-    n_tp, n_cp, n_ep, n_dp, n_pp = (layout.size(d) for d in DIMENSIONS)
+    """The hot path (100k ranks): one pass, integer arithmetic, two small dicts per rank."""
+    dense = [(d, s, layout.size(d)) for d, s in grids.strides(layout, "dense").items()]
+    expert = [(d, s, layout.size(d)) for d, s in grids.strides(layout, "expert").items()]
     out = []
     append = out.append
     rank = 0
     for node in nodes:
         host, nrank, sn, devs = node.hostname, node.node_rank, node.supernode, node.visible_devices
         for local in range(nproc):
-            coords = {
-                "tp": rank // s_tp % n_tp,
-                "cp": rank // s_cp % n_cp,
-                "ep": rank // s_ep % n_ep,
-                "dp": rank // s_dp % n_dp,
-                "pp": rank // s_pp % n_pp,
-            }
-            append(RankPlacement(rank, host, nrank, local, devs[local], sn, coords))
+            coords = {d: rank // s % n for d, s, n in dense}
+            ecoords = {d: rank // s % n for d, s, n in expert}
+            append(RankPlacement(rank, host, nrank, local, devs[local], sn, coords, ecoords))
             rank += 1
     return tuple(out)
 
 
 def group_ranks(rm: RankMap, dim: str) -> list[list[int]]:
-    """The communication groups of one dimension, each in rank order, groups by first rank."""
-    if dim not in DIMENSIONS:
-        raise InputError(f"unknown dimension {dim!r}; one of {', '.join(DIMENSIONS)}")
-    size = rm.layout.size(dim)
-    stride = dim_strides(rm.layout)[dim]
-    world = rm.world_size
-    return [
-        list(range(base, base + size * stride, stride))
-        for base in range(world)
-        if (base // stride) % size == 0
-    ]
+    """The framework's groups of one dimension ('tp', 'ep', ...) or several ('dp-cp').
+
+    Each group in member order (the grid's first dimension fastest), groups by first rank:
+    the lists Megatron-Core's ``RankGenerator.get_ranks`` returns, for ``new_group()``.
+    """
+    for name in dim.split("-"):
+        if name not in GROUP_DIMS:
+            raise InputError(f"unknown dimension {name!r}; one of {', '.join(GROUP_DIMS)}")
+    return grids.groups(rm.layout, dim, rm.world_size)
 
 
 def rank_map_to_json(rm: RankMap, *, ranks: bool = True) -> dict:
     """The documented JSON form (docs/plan-schema.md); ``ranks=False`` leaves the rank list out."""
     out: dict = {
-        "schema": 1,
+        "schema": 2,
         "world_size": rm.world_size,
         "nproc_per_node": rm.nproc_per_node,
         "layout": rm.layout.as_dict(),
@@ -219,6 +208,7 @@ def rank_map_to_json(rm: RankMap, *, ranks: bool = True) -> dict:
             }
             for n in rm.nodes
         ],
+        "groups": _groups_json(rm),
         "ranks": None,
         "checks": [{"name": c.name, "ok": c.ok, "detail": c.detail} for c in rm.checks],
         "cost": rm.cost,
@@ -233,7 +223,28 @@ def rank_map_to_json(rm: RankMap, *, ranks: bool = True) -> dict:
                 "device": r.device,
                 "supernode": r.supernode,
                 "coords": r.coords,
+                "expert_coords": r.expert_coords,
             }
             for r in rm.ranks
         ]
+    return out
+
+
+def _groups_json(rm: RankMap) -> dict:
+    """Per group dimension: its grid, size, stride and where its groups run (node/sn/inter).
+
+    Group g of a dimension = ranks ``base + k*stride`` (k < size) for every base whose own
+    coordinate in that dimension is 0: exactly the framework's groups, without listing them.
+    """
+    strides = dim_strides(rm.layout)
+    out = {}
+    for d in GROUP_DIMS:
+        size = rm.layout.size(d)
+        out[d] = {
+            "grid": grids.grid_of(d),
+            "size": size,
+            "stride": strides[d],
+            "count": rm.world_size // size,
+            "spans": rm.spans.get(d, {}),
+        }
     return out

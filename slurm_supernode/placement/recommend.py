@@ -11,9 +11,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from slurm_supernode.errors import InputError
-from slurm_supernode.placement.checks import divisors, layout_problem, slowest_level, span_counts
-from slurm_supernode.placement.cost import StepCost, Workload, refine_levels, step_cost
-from slurm_supernode.placement.model import DEFAULT_ORDER, DIMENSIONS, Layout
+from slurm_supernode.placement import layout as grids
+from slurm_supernode.placement.checks import divisors, layout_problem
+from slurm_supernode.placement.cost import (
+    StepCost,
+    Workload,
+    levels_for,
+    refine_levels,
+    step_cost,
+)
+from slurm_supernode.placement.model import DEFAULT_FRAMEWORK, DEFAULT_ORDER, Layout
 from slurm_supernode.placement.rankmap import order_nodes, parse_hosts, parse_order, resolve_nproc
 from slurm_supernode.site.model import Site
 
@@ -31,12 +38,19 @@ class Candidate:
 
 
 def candidate_layouts(
-    world: int, nproc: int, work: Workload, order: str = DEFAULT_ORDER
+    world: int,
+    nproc: int,
+    work: Workload,
+    order: str = DEFAULT_ORDER,
+    framework: str = DEFAULT_FRAMEWORK,
 ) -> list[Layout]:
-    """Every feasible layout for the model: pp divides layers, ep divides experts, cp the seq."""
+    """Every layout the framework runs: pp divides layers, ep divides experts, cp the seq.
+
+    Expert TP is the framework's default (etp = tp).
+    """
     model = work.model
     ws = divisors(world)
-    tps = [t for t in ws if layout_problem(t, 1, 1, 1, world, nproc) is None]
+    tps = [t for t in ws if nproc % t == 0 or t % nproc == 0]
     pps = [p for p in ws if model.layers % p == 0]
     cps = [c for c in ws if c <= MAX_CP and model.seq % c == 0]
     eps = [e for e in ws if model.experts % e == 0] if model.is_moe else [1]
@@ -45,9 +59,12 @@ def candidate_layouts(
         for pp in pps:
             for cp in cps:
                 for ep in eps:
-                    if layout_problem(tp, cp, ep, pp, world, nproc) is None:
-                        dp = world // (tp * cp * ep * pp)
-                        out.append(Layout(tp=tp, cp=cp, ep=ep, dp=dp, pp=pp, order=order))
+                    problem = layout_problem(
+                        tp, cp, ep, pp, world, nproc, order=order, framework=framework
+                    )
+                    if problem is None:
+                        lay = Layout(tp=tp, cp=cp, ep=ep, pp=pp, order=order, framework=framework)
+                        out.append(grids.derived(lay, world))
     return out
 
 
@@ -58,6 +75,7 @@ def recommend(
     nproc_per_node: int | None = None,
     *,
     order: str = DEFAULT_ORDER,
+    framework: str = DEFAULT_FRAMEWORK,
     device_memory_gb: float | None = None,
     top: int = 10,
 ) -> list[Candidate]:
@@ -69,12 +87,8 @@ def recommend(
     specs = {(n.spec.device_order[:nproc], n.spec.device_groups) for n in nodes}
     world = len(nodes) * nproc
     scored = []
-    for lay in candidate_layouts(world, nproc, work, order):
-        levels = {
-            d: slowest_level(span_counts(lay, nproc, sn_of, d, stop_at_inter=True))
-            for d in DIMENSIONS
-        }
-        levels = refine_levels(levels, lay, nproc, specs)
+    for lay in candidate_layouts(world, nproc, work, order, framework):
+        levels = refine_levels(levels_for(lay, nproc, sn_of), lay, nproc, specs)
         cost = step_cost(site, lay, levels, work)
         if device_memory_gb is not None and cost.memory_gb > device_memory_gb:
             continue

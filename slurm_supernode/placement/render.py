@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from slurm_supernode.placement.model import DIMENSIONS, RankMap
+from slurm_supernode.placement.model import GROUP_DIMS, RankMap
+
+LAYOUT_KEYS = ("tp", "cp", "ep", "etp", "dp", "edp", "pp")
 
 HEAD_NODES = 8
 TAIL_NODES = 4
@@ -37,9 +39,9 @@ def render_plan(
     out = [
         f"Plan: {rm.world_size} ranks = {len(rm.nodes)} nodes x {nproc} on {sns} super nodes"
         + (f" (site {site_name})" if site_name else ""),
-        "Layout: "
-        + " ".join(f"{d}={lay.size(d)}" for d in DIMENSIONS)
-        + f"  (order {lay.order}, innermost first)",
+        f"Layout ({lay.framework}, order {lay.order}, innermost first): "
+        f"dense tp={lay.tp} cp={lay.cp} dp={lay.dp} pp={lay.pp}; "
+        f"expert etp={lay.expert_tp} ep={lay.ep} edp={lay.edp} pp={lay.pp}",
         "",
     ]
     nodes = list(rm.nodes)
@@ -68,12 +70,12 @@ def render_plan(
         c.name.removeprefix("span-"): c.detail for c in rm.checks if c.name.startswith("span-")
     }
     if spans:
-        out += [
-            "Groups",
-            *_table(
-                [[d, lay.size(d), spans.get(d, "")] for d in DIMENSIONS], ["DIM", "SIZE", "SPAN"]
-            ),
-        ]
+        from slurm_supernode.placement.layout import grid_of
+        from slurm_supernode.placement.rankmap import dim_strides
+
+        strides = dim_strides(lay)
+        rows = [[d, grid_of(d), lay.size(d), strides[d], spans.get(d, "")] for d in GROUP_DIMS]
+        out += ["Groups", *_table(rows, ["DIM", "GRID", "SIZE", "STRIDE", "SPAN"])]
         out.append("")
     checks = [c for c in rm.checks if not c.name.startswith("span-")]
     if checks:
@@ -138,13 +140,13 @@ def render_recommendations(cands: Sequence[dict]) -> list[str]:
         lay = c["layout"]
         rows.append(
             [c["rank"]]
-            + [lay[d] for d in DIMENSIONS]
+            + [lay[d] for d in LAYOUT_KEYS]
             + [
                 f"{c['step_s']:.3f}",
                 f"{100 * c['comm_share']:.1f}",
                 f"{c['memory_gb']:.1f}",
-                " ".join(f"{d}:{c['levels'][d]}" for d in DIMENSIONS if c["levels"][d]),
+                " ".join(f"{d}:{lv}" for d, lv in c["levels"].items() if lv),
             ]
         )
-    header = ["#", "TP", "CP", "EP", "DP", "PP", "STEP(s)", "COMM%", "STATE GB", "SPANS"]
+    header = ["#", *(d.upper() for d in LAYOUT_KEYS), "STEP(s)", "COMM%", "STATE GB", "SPANS"]
     return ["Recommended layouts (by modelled step time)", *_table(rows, header), ""]

@@ -3,10 +3,16 @@
 A job's record lives in the controller until MinJobAge after it ends; after that only the
 job-completion log (`sacct -c`, jobcomp/filetxt) or accounting (`sacct`, slurmdbd) knows it.
 `job_info` asks them in that order, so callers see one JobInfo whatever the job's age.
+
+The controller is asked with `scontrol show job --json` (data_parser, Slurm >= 23.02): typed
+fields, the derived exit code included. Slurm 22.05's scontrol has no `--json` (it says
+`unrecognized option`, without asking the controller; a REFUSED failure): then the `-o` text
+form is parsed. Detected on each call from that answer, so nothing is remembered between calls.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -15,6 +21,10 @@ from datetime import datetime
 
 from slurm_supernode.errors import JobError, SlurmError, SlurmErrorKind
 from slurm_supernode.slurm.parse import (
+    json_exit_code,
+    json_number,
+    json_state,
+    json_time,
     null,
     parse_exit_code,
     parse_kv_records,
@@ -136,6 +146,78 @@ def job_from_record(rec: dict[str, str]) -> JobInfo:
     )
 
 
+def job_from_json(job: Mapping[str, object]) -> JobInfo:
+    """One entry of `scontrol show job --json`'s `jobs` list -> JobInfo."""
+    code, sig = json_exit_code(job.get("exit_code"))
+    derived = job.get("derived_exit_code")
+    restarts = job.get("restart_cnt")
+
+    def text(key: str) -> str | None:
+        value = job.get(key)
+        return null(value) if isinstance(value, str) else None
+
+    return JobInfo(
+        job_id=json_number(job.get("job_id")) or 0,
+        name=text("name") or "",
+        state=json_state(job.get("job_state")),
+        reason=text("state_reason"),
+        exit_code=code,
+        exit_signal=sig,
+        derived_exit_code=json_exit_code(derived)[0] if isinstance(derived, dict) else None,
+        nodelist=text("nodes"),
+        num_nodes=json_number(job.get("node_count")) or 0,
+        restart_count=json_number(restarts) if restarts is not None else None,
+        partition=text("partition"),
+        start_time=json_time(job.get("start_time")),
+        end_time=json_time(job.get("end_time")),
+        work_dir=text("current_working_directory"),
+        stdout=text("standard_output"),
+        source="scontrol",
+    )
+
+
+def _json_jobs(text: str) -> list[JobInfo]:
+    """`scontrol show job --json` output -> JobInfo per job (SlurmError if it is not JSON)."""
+    try:
+        doc = json.loads(text)
+    except ValueError as e:
+        raise SlurmError(
+            f"scontrol show job --json printed no JSON: {text[:200]!r}",
+            kind=SlurmErrorKind.BAD_OUTPUT,
+        ) from e
+    entries = doc.get("jobs") if isinstance(doc, dict) else None
+    if not isinstance(entries, list):
+        raise SlurmError(
+            "scontrol show job --json printed no 'jobs' list", kind=SlurmErrorKind.BAD_OUTPUT
+        )
+    return [job_from_json(j) for j in entries if isinstance(j, dict)]
+
+
+def controller_jobs(job_id: int | None = None) -> list[JobInfo]:
+    """What the controller knows: one job (`job_id`) or all; [] when it does not know it.
+    JSON where scontrol has it; where it refuses the option (22.05: `unrecognized option
+    '--json'`, said without asking the controller) the `-o` text form."""
+    target = [str(job_id)] if job_id is not None else []
+    proc = run_slurm(["scontrol", "show", "job", "--json", *target], timeout=30, check=False)
+    if proc.returncode == 0:
+        return _json_jobs(proc.stdout)
+    kind = failure_kind(proc)
+    if kind is SlurmErrorKind.NOT_FOUND:
+        return []
+    if kind is not SlurmErrorKind.REFUSED:
+        raise SlurmError(
+            f"scontrol show job {' '.join(target)} failed: {proc.stderr.strip()}", kind=kind
+        )
+    proc = run_slurm(["scontrol", "show", "job", "-o", *target], timeout=30, check=False)
+    if proc.returncode != 0:
+        if (kind := failure_kind(proc)) is SlurmErrorKind.NOT_FOUND:
+            return []
+        raise SlurmError(
+            f"scontrol show job {' '.join(target)} failed: {proc.stderr.strip()}", kind=kind
+        )
+    return [job_from_record(rec) for rec in parse_kv_records(proc.stdout) if "JobId" in rec]
+
+
 def job_from_sacct(row: dict[str, str], source: str) -> JobInfo:
     """A `sacct -P` row with SACCT_FIELDS -> JobInfo."""
     code, sig = parse_exit_code(row.get("exitcode"))
@@ -183,18 +265,13 @@ def sacct_job_info(job_id: int, *, completion: bool) -> JobInfo | None:
 def job_info(job_id: int) -> JobInfo | None:
     """The job's current record: controller first, then `sacct -c`, then `sacct`; None if no
     source knows the job (never submitted, or forgotten everywhere)."""
-    proc = run_slurm(["scontrol", "show", "job", "-o", str(job_id)], timeout=30, check=False)
-    if proc.returncode == 0:
-        for rec in parse_kv_records(proc.stdout):
-            if rec.get("JobId") == str(job_id):
-                info = job_from_record(rec)
-                if info.ended and info.derived_exit_code is None:
-                    logged = sacct_job_info(job_id, completion=True)
-                    if logged is not None and logged.derived_exit_code is not None:
-                        info = replace(info, derived_exit_code=logged.derived_exit_code)
-                return info
-    elif (kind := failure_kind(proc)) is not SlurmErrorKind.NOT_FOUND:
-        raise SlurmError(f"scontrol show job {job_id} failed: {proc.stderr.strip()}", kind=kind)
+    for info in controller_jobs(job_id):
+        if info.job_id == job_id:
+            if info.ended and info.derived_exit_code is None:
+                logged = sacct_job_info(job_id, completion=True)
+                if logged is not None and logged.derived_exit_code is not None:
+                    info = replace(info, derived_exit_code=logged.derived_exit_code)
+            return info
     return sacct_job_info(job_id, completion=True) or sacct_job_info(job_id, completion=False)
 
 
@@ -309,13 +386,4 @@ def wait_for(job_id: int, states: Iterable[str], timeout: float, poll: float = 0
 def jobs_named(name: str) -> list[JobInfo]:
     """Jobs the controller still knows whose name is exactly `name` (any user, any state;
     ended jobs only until MinJobAge). Used to find the jobs of a recurring schedule."""
-    proc = run_slurm(["scontrol", "show", "job", "-o"], timeout=30, check=False)
-    if proc.returncode != 0:
-        if (kind := failure_kind(proc)) is SlurmErrorKind.NOT_FOUND:
-            return []
-        raise SlurmError(f"scontrol show job failed: {proc.stderr.strip()}", kind=kind)
-    return [
-        job_from_record(rec)
-        for rec in parse_kv_records(proc.stdout)
-        if "JobId" in rec and rec.get("JobName") == name
-    ]
+    return [info for info in controller_jobs() if info.name == name]

@@ -7,6 +7,7 @@ Read from `scontrol show node|partition -o` (one record a line, works on 22.05 .
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -122,6 +123,30 @@ def drain(nodes: str | Iterable[str], reason: str) -> None:
     )
 
 
-def resume(nodes: str | Iterable[str]) -> None:
-    """Undo a drain (or a DOWN state). Slurm refuses nodes that are neither drained nor down."""
-    run_slurm(["scontrol", "update", f"NodeName={_hostlist(nodes)}", "State=RESUME"], timeout=30)
+def resume(nodes: str | Iterable[str], *, wait: float = 15.0, poll: float = 0.5) -> list[NodeInfo]:
+    """Undo a drain (or a DOWN state) and return the nodes as they end up. Slurm refuses nodes
+    that are neither drained nor down.
+
+    Ends clean on every version: Slurm 24.11 shows a resumed node as IDLE+NOT_RESPONDING for
+    about a second until slurmd re-registers, and keeps the drain reason on the idle node. So
+    this waits (up to ``wait`` s) until the nodes respond again, then clears a reason left on a
+    node that is no longer drained, down or failing (``Reason=" "``: an empty value is ignored).
+    """
+    hostlist = _hostlist(nodes)
+    run_slurm(["scontrol", "update", f"NodeName={hostlist}", "State=RESUME"], timeout=30)
+    deadline = time.monotonic() + wait
+    infos = node_infos(hostlist)
+    while any("not_responding" in n.flags for n in infos) and time.monotonic() < deadline:
+        time.sleep(poll)
+        infos = node_infos(hostlist)
+    stale = [n.name for n in infos if n.reason and _is_up(n)]
+    if stale:
+        run_slurm(["scontrol", "update", f"NodeName={_hostlist(stale)}", "Reason= "], timeout=30)
+        infos = node_infos(hostlist)
+    return infos
+
+
+def _is_up(node: NodeInfo) -> bool:
+    """Responding and neither drained, down nor failing: a reason here is left over."""
+    bad = {"drain", "not_responding", "fail", "failing"}
+    return node.state not in ("down", "fail", "unknown") and not bad & set(node.flags)

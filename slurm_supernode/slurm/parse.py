@@ -128,3 +128,48 @@ def parse_sacct_rows(text: str, fields: list[str]) -> list[dict[str, str]]:
         head, tail = cells[: len(fields) - 1], "|".join(cells[len(fields) - 1 :])
         rows.append(dict(zip(fields, [*head, tail], strict=True)))
     return rows
+
+
+# ----- data_parser JSON (`scontrol show job --json`, Slurm >= 23.02) ------------------------------
+
+
+def json_number(value: object) -> int | None:
+    """data_parser numbers: `{"set": true, "infinite": false, "number": 4}` or a bare int;
+    unset or infinite -> None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, dict):
+        if not value.get("set", True) or value.get("infinite", False):
+            return None
+        number = value.get("number")
+        return number if isinstance(number, int) and not isinstance(number, bool) else None
+    return None
+
+
+def json_time(value: object) -> datetime | None:
+    """A data_parser time (epoch seconds, 0 or unset = none) -> local naive datetime, like
+    the text form `2026-11-30T16:04:47`."""
+    epoch = json_number(value)
+    return datetime.fromtimestamp(epoch) if epoch else None
+
+
+def json_exit_code(value: object) -> tuple[int, int]:
+    """A data_parser exit code `{"return_code": {...}, "signal": {"id": {...}}}` -> (code,
+    signal), as `parse_exit_code("1:0")`; anything else -> (0, 0)."""
+    if not isinstance(value, dict):
+        return 0, 0
+    code = json_number(value.get("return_code")) or 0
+    signal = value.get("signal")
+    sig = json_number(signal.get("id")) if isinstance(signal, dict) else None
+    return code, sig or 0
+
+
+def json_state(value: object) -> str:
+    """`job_state`: a list (`["PENDING", "REQUEUED"]`: the base state first) or a string."""
+    if isinstance(value, list) and value and isinstance(value[0], str):
+        return value[0].upper()
+    if isinstance(value, str) and value:
+        return value.split()[0].upper()
+    return "UNKNOWN"

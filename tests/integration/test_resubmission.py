@@ -213,7 +213,8 @@ def test_lost_node_job_resumes_without_that_node(slurm_cluster, tmp_path: Path) 
     pid = int(pid_file.read_text().strip())
     frozen = processes_on(victim, str(job_id))
     assert frozen, f"no task of job {job_id} found on {victim}"
-    subprocess.run(["kill", "-9", str(pid)], check=True)
+    # The pid file holds the PID where slurmd runs (the host, or a namespaced cluster's inside).
+    subprocess.run(slurm_cluster.inside("kill", "-9", str(pid)), check=True)
     # Freeze the node's tasks too: the job cannot finish before Slurm's SlurmdTimeout notices the
     # node (a killed slurmd alone leaves the tasks running, and a short job may win that race).
     subprocess.run(["kill", "-STOP", *map(str, frozen)], check=False)
@@ -231,7 +232,7 @@ def test_lost_node_job_resumes_without_that_node(slurm_cluster, tmp_path: Path) 
     finally:
         subprocess.run(["kill", "-KILL", *map(str, frozen)], check=False, capture_output=True)
         conf = str(slurm_cluster.conf)
-        subprocess.run(["slurmd", "-f", conf, "-N", victim], check=False)
+        subprocess.run(slurm_cluster.inside("slurmd", "-f", conf, "-N", victim), check=False)
         from slurm_supernode.slurm.nodes import node_infos
 
         wait_for(

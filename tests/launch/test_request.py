@@ -84,6 +84,10 @@ def test_block_strategy_uses_segment_or_falls_back() -> None:
     req = plan_request(spec(supernodes=2), site("block"), new)
     assert req.strategy == "block" and "--segment=4" in req.components[0]
     assert "--nodes=8" in req.components[0] and not req.heterogeneous
+    # the job's blocks are its own (spares stay free for its requeue); node-exclusive too
+    assert "--exclusive=topo" in req.components[0] and "--exclusive" not in req.components[0]
+    shared = plan_request(spec(supernodes=2, exclusive=False), site("block"), new)
+    assert not any(a.startswith("--exclusive") for a in shared.components[0])
     old = ClusterFacts(version=(22, 5, 8), topology_plugin="topology/tree")
     req = plan_request(spec(supernodes=2), site("block"), old)
     assert req.strategy == "features" and req.heterogeneous

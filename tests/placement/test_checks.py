@@ -29,7 +29,9 @@ def test_tp_not_dividing_node_suggests_neighbours():
 
 
 def test_world_not_divisible_suggests_feasible_layouts():
-    with pytest.raises(PlacementError, match="does not divide the world size 56") as exc:
+    with pytest.raises(
+        PlacementError, match=r"world_size \(56\) is not divisible by tp\*pp\*cp \(16\)"
+    ) as exc:
         build_rank_map(SITE, "n[0-6]", Layout(tp=8, pp=2))
     near = str(exc.value).split("nearest feasible:")[1]
     for part in near.split(","):

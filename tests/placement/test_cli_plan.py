@@ -51,7 +51,8 @@ def test_table_output(site, capsys):
     assert main(["plan", "--site", "x", "--nodelist", "h[0-7]", "--tp", "8", "--pp", "2"]) == 0
     out = capsys.readouterr().out
     assert "Plan: 64 ranks = 8 nodes x 8 on 2 super nodes" in out
-    assert "tp=8 cp=1 ep=1 dp=4 pp=2" in out
+    assert "Layout (megatron, order tp-cp-ep-dp-pp, innermost first)" in out
+    assert "dense tp=8 cp=1 dp=4 pp=2; expert etp=8 ep=1 edp=4 pp=2" in out
     lines = [line.split() for line in out.splitlines() if line.startswith(("0 ", "4 "))]
     assert lines[0][:3] == ["0", "h0", "sn00"] and lines[1][:3] == ["4", "h1", "sn01"]
     assert "ok    tp-in-node" in out
@@ -172,7 +173,17 @@ def test_subprocess_json_plan(site_file):
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert [n["hostname"] for n in doc["nodes"]] == [f"n{i}" for i in range(8)]
-    assert doc["layout"] == {"tp": 4, "cp": 1, "ep": 1, "dp": 8, "pp": 2, "order": "tp-cp-ep-dp-pp"}
+    assert doc["layout"] == {
+        "framework": "megatron",
+        "tp": 4,
+        "cp": 1,
+        "ep": 1,
+        "etp": 4,
+        "dp": 8,
+        "edp": 8,
+        "pp": 2,
+        "order": "tp-cp-ep-dp-pp",
+    }
     assert doc["nodes"][0]["visible_devices"] == list(range(8))
 
 
@@ -202,3 +213,44 @@ def test_subprocess_placement_errors(site_file, args, message):
     proc = run_cli("--site", site_file, *args)
     assert proc.returncode == 2
     assert message in proc.stderr and "Traceback" not in proc.stderr
+
+
+# -- framework layouts (issue 13) ----------------------------------------------------------
+def test_framework_options_reach_the_plan(site, capsys):
+    argv = ["plan", "--site", "x", "--nodelist", "h[0-1]", "--tp", "2", "--ep", "4", "--json"]
+    assert main([*argv, "--etp", "1", "--use-tp-pp-dp-mapping"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["layout"]["etp"], doc["layout"]["dp"], doc["layout"]["edp"]) == (1, 8, 4)
+    assert doc["layout"]["order"] == "tp-cp-ep-pp-dp"
+    assert doc["groups"]["ep"]["stride"] == 1  # etp=1: EP neighbours are adjacent ranks
+    assert main([*argv, "--framework", "torchtitan"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["layout"]["framework"] == "torchtitan" and doc["groups"]["ep"]["stride"] == 2
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--ep", "4", "--model", "llama-70b", "--compute-time", "1"], "--ep: --ep 4 on a dense"),
+        (["--ep", "3", "--model", "mixtral-8x7b", "--compute-time", "1"], "not a multiple of ep=3"),
+        (["--order", "tp-cp-ep-dp-pp", "--use-tp-pp-dp-mapping"], "selects order"),
+        (["--framework", "deepspeed"], "--framework: unknown value 'deepspeed'"),
+        (["--etp", "0"], "--etp: must be >= 1"),
+    ],
+)
+def test_layout_input_errors(site, capsys, args, message):
+    try:
+        code = main(["plan", "--site", "x", "--nodelist", "h[0-1]", *args])
+    except SystemExit as exc:  # argparse's own refusals
+        code = exc.code
+    assert code == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_framework_refusal_is_one_line(site, capsys):
+    argv = ["plan", "--site", "x", "--nodelist", "h[0-1]", "--tp", "4", "--ep", "2"]
+    assert main([*argv, "--etp", "2", "--framework", "torchtitan"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("snrun plan: error: layout: torchtitan: currently only ETP=TP or ETP=1")
+    assert "\n" not in err

@@ -285,3 +285,57 @@ def test_70b_tp_across_infiniband():
     assert round(tp.bytes / 1e9) == 644 and round(old_bytes / 1e9) == 172
     assert 0.2 < old_share < 0.4 < cost.comm_share
     assert (round(100 * old_share), round(100 * cost.comm_share)) == (36, 61)
+
+
+# -- the framework's groups (issue 13) -----------------------------------------------------
+def _ops(dim_cost):
+    return {(o.what, o.n) for o in dim_cost.ops}
+
+
+def test_dense_gradients_are_reduced_over_dp_times_cp():
+    # 32 ranks, tp=8, cp=2: Megatron's dp is 2 and gradients travel in the dp x cp group of 4
+    model = model_spec(hidden=1024, layers=8, seq=1024, params=8e9)
+    site = make_site(2, 2, 8, links=LINKS)
+    rm = build_rank_map(site, "n[0-3]", Layout(tp=8, cp=2))
+    _, dims = _dims(site, rm, Workload(model, compute_time_s=1))
+    dp = dims["dp"]
+    assert rm.layout.dp == 2
+    assert _ops(dp) == {("dense gradients reduce-scatter", 4), ("dense params", 4)}
+    assert dp.bytes == pytest.approx(2 * 3 / 4 * 8e9 / 8 * 2)
+    assert dp.level == "inter"  # dp x cp spans both super nodes
+
+
+def test_moe_prices_expert_gradients_over_edp_and_ep_over_the_real_ep_groups():
+    # 2 super nodes x 2 nodes x 4 GPUs = 16 ranks, tp=2, ep=4: dp=8, edp=2.
+    site = make_site(2, 2, 4, links=LINKS)
+    model = PRESETS["mixtral-8x7b"]
+    work = Workload(model, global_batch=16, compute_time_s=1)
+    rm = build_rank_map(site, "n[0-3]", Layout(tp=2, ep=4))
+    cost, dims = _dims(site, rm, work)
+    assert _ops(dims["dp"]) == {
+        ("dense gradients reduce-scatter", 8),
+        ("dense params", 8),
+        ("expert gradients reduce-scatter", 2),
+        ("expert params", 2),
+    }
+    dense = model.dense_params / 2 * 2
+    expert = model.expert_params / (4 * 2) * 2
+    assert dims["dp"].bytes == pytest.approx(2 * 7 / 8 * dense + 2 * 1 / 2 * expert)
+    levels = levels_of(rm)
+    assert levels["edp"] == "inter"  # edp neighbours are 8 ranks = 2 nodes of 2 super nodes
+    # EP neighbours are etp=2 ranks apart: a group of 4 spans 8 ranks = 2 nodes of one SN ...
+    assert dims["ep"].level == "supernode"
+    # ... with etp=1 they are adjacent ranks on one node
+    flat = build_rank_map(site, "n[0-3]", Layout(tp=2, ep=4, etp=1))
+    assert _dims(site, flat, work)[1]["ep"].level == "node"
+    assert cost.micro_batches == 2  # 16 sequences over Megatron's dp=8 (not dp/ep)
+    state = (model.dense_params / 2 + model.expert_params / 8) * 16 / 1e9
+    assert cost.memory_gb == pytest.approx(state)
+
+
+def test_dp_is_not_hidden_by_ep():
+    # snrun once said "dp=1: no communication" here while Megatron's DP group crossed domains
+    site = make_site(4, 1, 8, links=LINKS)
+    rm = build_rank_map(site, "n[0-3]", Layout(tp=8, ep=4))
+    _, dims = _dims(site, rm, Workload(PRESETS["mixtral-8x7b"], compute_time_s=1))
+    assert rm.layout.dp == 4 and dims["dp"].level == "inter" and dims["dp"].bytes > 0

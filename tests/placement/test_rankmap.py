@@ -5,15 +5,16 @@ from __future__ import annotations
 import random
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from slurm_supernode.errors import InputError, PlacementError
-from slurm_supernode.placement.checks import divisors
-from slurm_supernode.placement.model import DIMENSIONS, Layout
+from slurm_supernode.placement.checks import divisors, layout_problem
+from slurm_supernode.placement.model import DENSE_DIMS, EXPERT_DIMS, GROUP_DIMS, Layout
 from slurm_supernode.placement.rankmap import (
     build_rank_map,
     coords_of,
+    expert_coords_of,
     group_ranks,
     rank_map_to_json,
 )
@@ -24,9 +25,12 @@ SITE = make_site(SN, NPS, DEV, groups=2, namer=reversed_names(SN, NPS))
 ALL_HOSTS = [n.hostname for n in SITE.nodes]
 
 
+ORDERS = ("tp-cp-ep-dp-pp", "tp-cp-ep-pp-dp")  # Megatron-LM's two
+
+
 @st.composite
 def allocations(draw):
-    """A random host subset (random order), nproc and a feasible layout for it."""
+    """A random host subset (random order), nproc and a layout the framework runs there."""
     k = draw(st.integers(1, len(ALL_HOSTS)))
     hosts = draw(st.permutations(ALL_HOSTS))[:k]
     nproc = draw(st.sampled_from([1, 2, 4, 8]))
@@ -35,10 +39,18 @@ def allocations(draw):
     rest = world // tp
     pp = draw(st.sampled_from(divisors(rest)))
     cp = draw(st.sampled_from(divisors(rest // pp)))
-    order = "-".join(draw(st.permutations(list(DIMENSIONS))))
-    if tp <= nproc:
-        order = "tp-" + "-".join(d for d in order.split("-") if d != "tp")  # TP must stay in node
-    return hosts, nproc, Layout(tp=tp, cp=cp, pp=pp, order=order)
+    etp = draw(st.sampled_from([tp, 1]))
+    ep = draw(st.sampled_from(divisors(world // (etp * pp))))
+    order = draw(st.sampled_from(ORDERS))
+    framework = draw(st.sampled_from(["megatron", "torchtitan"]))
+    if framework == "torchtitan":
+        order = ORDERS[0]
+    problem = layout_problem(
+        tp, cp, ep, pp, world, nproc, etp=etp, order=order, framework=framework
+    )
+    assume(problem is None)
+    layout = Layout(tp=tp, cp=cp, ep=ep, pp=pp, etp=etp, order=order, framework=framework)
+    return hosts, nproc, layout
 
 
 @settings(max_examples=60, deadline=None)
@@ -50,15 +62,22 @@ def test_bijection_and_coordinates(alloc):
     slots = {(r.node_rank, r.device) for r in rm.ranks}
     assert len(slots) == rm.world_size
     assert [r.rank for r in rm.ranks] == list(range(rm.world_size))
-    seen_coords = {tuple(r.coords[d] for d in DIMENSIONS) for r in rm.ranks}
+    seen_coords = {tuple(r.coords[d] for d in DENSE_DIMS) for r in rm.ranks}
     assert len(seen_coords) == rm.world_size  # coordinates are a bijection too
+    seen_expert = {tuple(r.expert_coords[d] for d in EXPERT_DIMS) for r in rm.ranks}
+    assert len(seen_expert) == rm.world_size
+    assert rm.layout.tp * rm.layout.cp * rm.layout.dp * rm.layout.pp == rm.world_size
+    assert rm.layout.etp * rm.layout.ep * rm.layout.edp * rm.layout.pp == rm.world_size
     for r in rm.ranks:
         node = rm.nodes[r.node_rank]
         assert r.hostname == node.hostname
         assert r.device == node.visible_devices[r.local_rank]
         assert r.rank == r.node_rank * nproc + r.local_rank
         assert r.coords == coords_of(r.rank, rm.layout)
-    assert all(c.ok for c in rm.checks if c.name in ("bijection", "world-size", "tp-in-node"))
+        assert r.expert_coords == expert_coords_of(r.rank, rm.layout)
+        assert r.coords["pp"] == r.expert_coords["pp"]  # one pipeline for both grids
+    hard = ("bijection", "world-size", "tp-in-node", "etp-in-node")
+    assert all(c.ok for c in rm.checks if c.name in hard)
 
 
 @settings(max_examples=40, deadline=None)
@@ -89,15 +108,18 @@ def test_nodes_follow_physical_order(alloc):
 def test_groups_partition_ranks_and_vary_one_coordinate(alloc):
     hosts, nproc, layout = alloc
     rm = build_rank_map(SITE, hosts, layout, nproc)
-    for dim in DIMENSIONS:
+    for dim in GROUP_DIMS:
         groups = group_ranks(rm, dim)
         flat = sorted(r for g in groups for r in g)
         assert flat == list(range(rm.world_size))
+        grid, names = (
+            ("expert_coords", EXPERT_DIMS) if dim in EXPERT_DIMS[:3] else ("coords", DENSE_DIMS)
+        )
         for g in groups:
             assert len(g) == rm.layout.size(dim)
-            assert sorted(rm.ranks[r].coords[dim] for r in g) == list(range(len(g)))
-            others = {tuple(rm.ranks[r].coords[d] for d in DIMENSIONS if d != dim) for r in g}
-            assert len(others) == 1
+            coords = [getattr(rm.ranks[r], grid) for r in g]
+            assert [c[dim] for c in coords] == list(range(len(g)))
+            assert len({tuple(c[d] for d in names if d != dim) for c in coords}) == 1
 
 
 @settings(max_examples=40, deadline=None)
@@ -123,8 +145,21 @@ def test_visible_devices_follow_device_groups():
 def test_default_order_puts_tp_innermost_pp_outermost():
     rm = build_rank_map(SITE, ALL_HOSTS[:4], Layout(tp=8, pp=2))  # 32 ranks, dp=2
     assert [rm.ranks[r].coords["tp"] for r in range(8)] == list(range(8))
-    assert rm.ranks[8].coords == {"tp": 0, "cp": 0, "ep": 0, "dp": 1, "pp": 0}
+    assert rm.ranks[8].coords == {"tp": 0, "cp": 0, "dp": 1, "pp": 0}
+    assert rm.ranks[8].expert_coords == {"etp": 0, "ep": 0, "edp": 1, "pp": 0}
     assert rm.ranks[16].coords["pp"] == 1
+
+
+def test_ep_is_carved_out_of_dp_not_multiplied_into_the_world():
+    # 16 ranks, tp=2, ep=4: Megatron's dp is 8 (not 2) and its edp 2; EP neighbours sit etp
+    # ranks apart, so EP groups are 0,2,4,6 / 1,3,5,7 / 8,10,12,14 / 9,11,13,15.
+    rm = build_rank_map(SITE, ALL_HOSTS[:2], Layout(tp=2, ep=4))
+    assert (rm.layout.dp, rm.layout.edp, rm.layout.etp) == (8, 2, 2)
+    assert group_ranks(rm, "ep") == [[0, 2, 4, 6], [1, 3, 5, 7], [8, 10, 12, 14], [9, 11, 13, 15]]
+    assert group_ranks(rm, "dp")[0] == [0, 2, 4, 6, 8, 10, 12, 14]
+    assert group_ranks(rm, "edp") == [[r, r + 8] for r in range(8)]
+    flat = build_rank_map(SITE, ALL_HOSTS[:2], Layout(tp=2, ep=4, etp=1))
+    assert group_ranks(flat, "ep")[:2] == [[0, 1, 2, 3], [4, 5, 6, 7]]  # etp=1: EP adjacent
 
 
 def test_plain_order_is_hostname_order_and_ignores_islands():
@@ -185,8 +220,26 @@ def test_bad_order():
 def test_json_schema_fields():
     rm = build_rank_map(SITE, ALL_HOSTS[:2], Layout(tp=4, pp=2))
     doc = rank_map_to_json(rm)
-    assert doc["world_size"] == 16
-    assert doc["layout"] == {"tp": 4, "cp": 1, "ep": 1, "dp": 2, "pp": 2, "order": rm.layout.order}
+    assert doc["world_size"] == 16 and doc["schema"] == 2
+    assert doc["layout"] == {
+        "framework": "megatron",
+        "tp": 4,
+        "cp": 1,
+        "ep": 1,
+        "etp": 4,
+        "dp": 2,
+        "edp": 2,
+        "pp": 2,
+        "order": rm.layout.order,
+    }
+    assert set(doc["groups"]) == set(GROUP_DIMS)
+    assert doc["groups"]["pp"] == {
+        "grid": "dense",
+        "size": 2,
+        "stride": 8,
+        "count": 8,
+        "spans": {"supernode": 8},  # two nodes of one super node
+    }
     assert set(doc["nodes"][0]) == {"hostname", "node_rank", "supernode", "visible_devices"}
     assert set(doc["ranks"][0]) == {
         "rank",
@@ -196,8 +249,10 @@ def test_json_schema_fields():
         "device",
         "supernode",
         "coords",
+        "expert_coords",
     }
-    assert set(doc["ranks"][5]["coords"]) == set(DIMENSIONS)
+    assert set(doc["ranks"][5]["coords"]) == set(DENSE_DIMS)
+    assert set(doc["ranks"][5]["expert_coords"]) == set(EXPERT_DIMS)
     assert all(set(c) == {"name", "ok", "detail"} for c in doc["checks"])
     assert doc["cost"] is None
     assert rank_map_to_json(rm, ranks=False)["ranks"] is None
