@@ -83,37 +83,35 @@ def group_slots(line: Line, nproc: int, slots: int):
                 yield list(key)
 
 
-def hierarchy(lines: Sequence[Line], nproc: int, slots: int) -> list[list[int]]:
-    """Per level (after each dimension in priority order), the component root of every slot."""
-    uf = _Components(slots)
-    levels = []
-    for line in lines:
-        for members in group_slots(line, nproc, slots):
-            first = members[0]
-            for other in members[1:]:
-                uf.union(first, other)
-        levels.append([uf.find(s) for s in range(slots)])
-    return levels
-
-
-def _fitting(lines: Sequence[Line], nproc: int, capacities: Sequence[int]) -> list[Line]:
-    """The dimensions that can keep a group inside a super node at all, in priority order.
+def fitting_levels(lines: Sequence[Line], nproc: int, capacities: Sequence[int]):
+    """Levels of the dimensions that can keep a group inside a super node at all.
 
     A dimension whose units (joined with the ones before it) are all larger than the largest
     super node crosses in every group whatever the order; leaving it out of the hierarchy lets
-    the dimensions after it pack as if it were not there.
+    the dimensions after it pack as if it were not there. Returns [(line, roots per slot)].
     """
     slots = sum(capacities)
     largest = max(capacities)
-    kept: list[Line] = []
+    uf = _Components(slots)
+    out = []
     for line in lines:
-        roots = hierarchy([*kept, line], nproc, slots)[-1]
+        trial = _Components(0)
+        trial.parent = list(uf.parent)
+        changed = False
+        for members in group_slots(line, nproc, slots):
+            first = members[0]
+            for other in members[1:]:
+                changed |= trial.union(first, other)
+        if not changed:
+            continue  # no new joins: same units as the level before
+        roots = [trial.find(x) for x in range(slots)]
         sizes: dict[int, int] = {}
         for r in roots:
             sizes[r] = sizes.get(r, 0) + 1
         if min(sizes.values()) <= largest:
-            kept.append(line)
-    return kept
+            uf = trial
+            out.append((line, roots))
+    return out
 
 
 def pack(lines: Sequence[Line], nproc: int, capacities: Sequence[int]) -> list[int]:
@@ -123,32 +121,39 @@ def pack(lines: Sequence[Line], nproc: int, capacities: Sequence[int]) -> list[i
     nodes per super node, in site order; their sum is the number of slots.
     """
     slots = sum(capacities)
-    levels = hierarchy(_fitting(lines, nproc, capacities), nproc, slots)
+    levels = [roots for _, roots in fitting_levels(lines, nproc, capacities)]
     room = list(capacities)
     out = [-1] * slots
 
     def units_at(level: int, members: list[int]) -> list[list[int]]:
         """Split ``members`` (slots, rank order) into its units of ``level`` (-1: slots)."""
         if level < 0:
-            return [[s] for s in members]
+            return [[x] for x in members]
         roots = levels[level]
         by_root: dict[int, list[int]] = {}
-        for s in members:
-            by_root.setdefault(roots[s], []).append(s)
+        for x in members:
+            by_root.setdefault(roots[x], []).append(x)
         return list(by_root.values())
 
     def place(level: int, units: list[list[int]]) -> None:
         left: list[list[int]] = []
-        # largest first, then rank order; each into the fullest super node it fits (best fit)
-        for unit in sorted(units, key=lambda u: (-len(u), u[0])):
-            fits = [k for k in range(len(room)) if room[k] >= len(unit)]
-            if not fits:
-                left.append(unit)
-                continue
-            k = min(fits, key=lambda k: (room[k], k))
-            room[k] -= len(unit)
-            for s in unit:
-                out[s] = k
+        # largest units first (rank order among equals); for each size, super nodes with the
+        # least room that still holds one first (best fit), as many units as fit in each
+        by_size: dict[int, list[list[int]]] = {}
+        for unit in sorted(units, key=lambda u: u[0]):
+            by_size.setdefault(len(unit), []).append(unit)
+        for size in sorted(by_size, reverse=True):
+            todo = by_size[size]
+            i = 0
+            for k in sorted(range(len(room)), key=lambda k: (room[k], k)):
+                while i < len(todo) and room[k] >= size:
+                    for x in todo[i]:
+                        out[x] = k
+                    room[k] -= size
+                    i += 1
+                if i == len(todo):
+                    break
+            left += todo[i:]
         if not left:
             return
         if level < 0:  # single slots always fit somewhere: capacities sum to the slots
