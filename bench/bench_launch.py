@@ -7,7 +7,7 @@
    shown too. Needs the local cluster up
    (`make cluster-up`); skipped with a note otherwise.
 
-    python3 bench/bench_launch.py [--runs N]
+    python3 bench/bench_launch.py [--runs N] [--submit-only | --dry-only]
 """
 
 from __future__ import annotations
@@ -154,11 +154,18 @@ def submit_to_running(runs: int) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument(
+        "--submit-only", action="store_true", help="only submit-to-RUNNING (per Slurm version)"
+    )
+    ap.add_argument("--dry-only", action="store_true", help="only the dry run (no cluster)")
     ns = ap.parse_args()
     py = platform.python_version()
-    print(f"# bench_launch on {platform.node()}: {os.cpu_count()} CPUs, Python {py}")
-    dry_run_vs_import(ns.runs)
-    submit_to_running(max(3, ns.runs))
+    slurm = subprocess.run(["sinfo", "--version"], capture_output=True, text=True).stdout.strip()
+    print(f"# bench_launch on {platform.node()}: {os.cpu_count()} CPUs, Python {py}, {slurm}")
+    if not ns.submit_only:
+        dry_run_vs_import(ns.runs)
+    if not ns.dry_only:
+        submit_to_running(max(3, ns.runs))
 
 
 if __name__ == "__main__":

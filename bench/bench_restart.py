@@ -5,16 +5,23 @@
   requeue, node excluded    a rank exits 1 while a node of the job is drained; the job requeues
                             itself without that node and a detached releaser starts it at once
                             (target <= 30 s)
+  lost node                 a node of the job is lost (its slurmd killed, its tasks frozen):
+                            Slurm notices after SlurmdTimeout (20 s here), the job requeues
+                            without it; from the loss to the next attempt running
   plain --requeue           Slurm's own path: the job runs `scontrol requeue` on itself and
                             waits out cred_expire (10 s on the local cluster, 120 s by default)
 
+Any minicluster version: SNRUN_MC_SLURM (host, 24.11, 26.05; `bench/run_all.sh` sets it) says
+which, so processes of a namespaced cluster are signalled inside (`minicluster exec`).
+
 "Running" = the training script's first heartbeat of the next attempt. Needs `make cluster-up`.
 
-    python3 bench/bench_restart.py
+    python3 bench/bench_restart.py [--only in-allocation,requeue,lost-node,plain]
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
@@ -26,6 +33,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAIN = str(ROOT / "contrib" / "examples" / "train_resumable.py")
+MINICLUSTER = ROOT / "contrib" / "minicluster" / "minicluster"
 ENV = os.environ | {
     "PYTHONPATH": str(ROOT),
     "SLURM_CONF": os.environ.get("SLURM_CONF", "/tmp/snrun-minicluster/etc/slurm.conf"),
@@ -133,6 +141,63 @@ def requeue_excluding(jobs: Path) -> tuple[float, float, str]:
     return starts[-1]["time"] - crash, running - crash, f"{victim[0]} -> {starts[-1]['nodes']}"
 
 
+def inside(*argv: str) -> list[str]:
+    """argv run where the cluster's processes live (PIDs in its pid files are theirs)."""
+    which = os.environ.get("SNRUN_MC_SLURM", "host")
+    return ["bash", str(MINICLUSTER), "exec", "--slurm", which, "--", *argv]
+
+
+def tasks_on(node: str, job_id: str) -> list[int]:
+    """Host PIDs of the job's tasks on ``node`` (every node is this host; their environment
+    says which node they belong to; a namespaced cluster's processes are visible here too)."""
+    wanted = {f"SLURMD_NODENAME={node}".encode(), f"SLURM_JOB_ID={job_id}".encode()}
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if wanted <= set((entry / "environ").read_bytes().split(b"\0")):
+                    pids.append(int(entry.name))
+            except OSError:
+                continue
+    return pids
+
+
+def lost_node(jobs: Path) -> tuple[float, float, str]:
+    """Kill a node's slurmd and freeze its tasks mid-run; (loss -> srun, loss -> running)."""
+    d = submit(jobs, TRAIN, "--steps", "80", "--step-time", "0.25", "--ckpt-every", "5")
+    state_dir = Path(ENV["SLURM_CONF"]).parent.parent
+    lost: dict[str, object] = {}
+
+    def lose() -> None:
+        first = next(r for r in ledger(d) if r["event"] == "attempt_start")
+        from slurm_supernode.hostlist import expand
+
+        victim = expand(first["nodes"])[-1]
+        pid = (state_dir / "run" / f"slurmd-{victim}.pid").read_text().strip()
+        frozen = tasks_on(victim, str(first["job_id"]))
+        lost.update(victim=victim, frozen=frozen, at=time.time())
+        subprocess.run(inside("kill", "-9", pid), env=ENV, check=True)
+        subprocess.run(["kill", "-STOP", *map(str, frozen)], check=False)
+
+    try:
+        running = watch(d, on_step=lose, timeout=400)
+        wait_final(d)
+    finally:
+        if lost:
+            frozen = [str(p) for p in lost["frozen"]]  # type: ignore[union-attr]
+            subprocess.run(["kill", "-KILL", *frozen], check=False, capture_output=True)
+            victim = str(lost["victim"])
+            subprocess.run(inside("slurmd", "-f", ENV["SLURM_CONF"], "-N", victim), env=ENV)
+            for _ in range(120):
+                state = sh("sinfo", "-h", "-n", victim, "-o", "%t").strip()
+                if state.startswith("idle"):
+                    break
+                time.sleep(0.5)
+    at = float(lost["at"])  # type: ignore[arg-type]
+    starts = [r for r in ledger(d) if r["event"] == "attempt_start"]
+    return starts[-1]["time"] - at, running - at, f"{lost['victim']} -> {starts[-1]['nodes']}"
+
+
 def plain_requeue(tmp: Path) -> float:
     script = tmp / "plain.sh"
     script.write_text(
@@ -160,30 +225,51 @@ def plain_requeue(tmp: Path) -> float:
     return float((tmp / "rerun").read_text()) - float((tmp / "crash").read_text())
 
 
+SCENARIOS = ("in-allocation", "requeue", "lost-node", "plain")
+
+
 def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument(
+        "--only", default=",".join(SCENARIOS), help=f"comma-separated subset of {SCENARIOS}"
+    )
+    only = set(ap.parse_args().only.split(","))
+    if not only <= set(SCENARIOS):
+        raise SystemExit(f"bench_restart: --only takes {', '.join(SCENARIOS)}")
     if subprocess.run(["scontrol", "ping"], env=ENV, capture_output=True).returncode:
         raise SystemExit("bench_restart: no local cluster (make cluster-up)")
     conf = Path(ENV["SLURM_CONF"]).read_text()
     cred = next((ln for ln in conf.splitlines() if "cred_expire" in ln and "=" in ln), "default")
-    print(f"# bench_restart on {platform.node()}: {os.cpu_count()} CPUs; {cred.strip()}")
+    version = sh("sinfo", "--version").strip()
+    print(f"# bench_restart on {platform.node()}: {os.cpu_count()} CPUs; {version}; {cred.strip()}")
     with tempfile.TemporaryDirectory() as t:
         tmp = Path(t)
         for label, options in (("", ()), (" --fork-workers", ("--fork-workers",))):
+            if "in-allocation" not in only:
+                break
             a_srun, a_run = in_allocation(tmp / "jobs", *options)
             print(
                 f"in-allocation restart{label}: crash -> srun {a_srun:5.1f} s, -> running"
                 f" {a_run:5.1f} s  (target <= 10 s) {'OK' if a_run <= 10 else 'MISSED'}"
             )
-        b_srun, b_run, moved = requeue_excluding(tmp / "jobs")
-        print(
-            f"requeue, node excluded: crash -> srun {b_srun:5.1f} s, -> running {b_run:5.1f} s"
-            f"  (target <= 30 s) {'OK' if b_run <= 30 else 'MISSED'}  [{moved}]"
-        )
-        c = plain_requeue(tmp)
-        print(
-            f"plain --requeue       : crash -> batch script rerun {c:5.1f} s (Slurm waits "
-            "cred_expire; 120 s with Slurm's default)"
-        )
+        if "requeue" in only:
+            b_srun, b_run, moved = requeue_excluding(tmp / "jobs")
+            print(
+                f"requeue, node excluded: crash -> srun {b_srun:5.1f} s, -> running {b_run:5.1f} s"
+                f"  (target <= 30 s) {'OK' if b_run <= 30 else 'MISSED'}  [{moved}]"
+            )
+        if "lost-node" in only:
+            d_srun, d_run, moved = lost_node(tmp / "jobs")
+            print(
+                f"lost node             : loss -> srun {d_srun:5.1f} s, -> running {d_run:5.1f} s"
+                f"  (SlurmdTimeout 20 s) [{moved}]"
+            )
+        if "plain" in only:
+            c = plain_requeue(tmp)
+            print(
+                f"plain --requeue       : crash -> batch script rerun {c:5.1f} s (Slurm waits "
+                "cred_expire; 120 s with Slurm's default)"
+            )
 
 
 if __name__ == "__main__":

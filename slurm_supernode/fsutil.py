@@ -65,9 +65,12 @@ def check_output_path(path: str | os.PathLike[str], where: str) -> Path:
                 hint="each path component may have at most 255 bytes",
             ) from None
         if exc.errno == errno.ENOTDIR:
-            above = next((p for p in target.parents if p.is_file()), parent)
+            above = next(
+                (p for p in reversed(target.parents) if p.exists() and not p.is_dir()), parent
+            )
+            what = "a file, not a directory" if above.is_file() else "not a directory"
             raise InputError(
-                f"{above} is a file, not a directory", where=where, hint="choose another path"
+                f"{above} is {what}", where=where, hint="choose another path"
             ) from None
     if st is not None and stat.S_ISDIR(st.st_mode):
         raise InputError(f"{target} is a directory", where=where, hint="give a file name inside it")

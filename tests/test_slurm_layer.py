@@ -139,9 +139,16 @@ def test_node_and_partition_infos(slurm_cluster):
     assert parts["debug"].total_nodes == len(slurm_cluster.nodes)
 
 
-def test_version_and_features_match_the_daemons():
-    daemon = subprocess.run(["slurmctld", "-V"], capture_output=True, text=True).stdout
+def test_version_and_features_match_the_daemons(slurm_cluster):
+    """Detection agrees with the daemons that run (on the host or inside the cluster's
+    namespaces) and with the topology the controller lists (switches or blocks)."""
+    daemon = subprocess.run(
+        slurm_cluster.inside("slurmctld", "-V"), capture_output=True, text=True
+    ).stdout
     feats = version.detect_features()
     assert feats.version == version.parse_version(daemon)
-    assert feats.topology_plugin == "topology/tree" and not feats.has_block
+    if slurm_cluster.topology == "block":  # topology/block, or topology.yaml (26.05: "flat")
+        assert feats.has_block, feats
+    else:
+        assert feats.topology_plugin == "topology/tree" and not feats.has_block
     assert feats.select_type == "select/cons_tres"

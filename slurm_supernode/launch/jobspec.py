@@ -67,7 +67,7 @@ def parse_env_items(items: list[str] | tuple[str, ...]) -> tuple[tuple[str, str]
         key, sep, value = item.partition("=")
         if not sep or not _ENV_KEY.match(key):
             raise InputError(
-                f"bad --env value {item!r}",
+                f"bad value {item!r}",
                 where="--env",
                 hint="use NAME=VALUE with NAME a shell variable name",
             )

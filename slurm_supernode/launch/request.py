@@ -196,7 +196,11 @@ def plan_request(
     requests that can never run (instead of leaving them pending forever)."""
     check_time(spec.time)
     if spec.supernodes is not None and spec.nodes is not None:
-        raise InputError("give either -S/--supernodes or -N/--nodes, not both", where="-S/-N")
+        raise InputError(
+            "give either -S/--supernodes or -N/--nodes, not both",
+            where="-S/-N",
+            hint="-S counts whole super nodes, -N nodes (rounded up to whole super nodes)",
+        )
     for opt, val in (("-S/--supernodes", spec.supernodes), ("-N/--nodes", spec.nodes)):
         if val is not None and val < 1:
             raise InputError(f"must be at least 1, got {val}", where=opt)

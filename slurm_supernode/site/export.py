@@ -310,12 +310,15 @@ def export(
     if node_port_base is not None:
         if fmt != "slurm-nodes":
             raise InputError(
-                "--node-port-base only applies to --format slurm-nodes", where="--node-port-base"
+                "only applies to --format slurm-nodes",
+                where="--node-port-base",
+                hint="drop it, or export --format slurm-nodes",
             )
         if not 1 <= node_port_base <= 65535 - len(site.nodes):
             raise InputError(
                 f"port base {node_port_base} leaves no room for {len(site.nodes)} ports",
                 where="--node-port-base",
+                hint=f"ports go up to 65535: use at most {65535 - len(site.nodes)}",
             )
         return slurm_nodes(site, node_port_base)
     if fmt == "topology-block":

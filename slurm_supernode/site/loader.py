@@ -134,6 +134,23 @@ _NON_PRINTABLE = re.compile(
     "[^\x09\x0a\x0d\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"
 )
 
+_DOC_HINT = "see docs/site-config.md"
+# Hints for the builder's generic messages (shape, type, range): every problem carries one.
+_DEFAULT_HINTS = (
+    ("must be a mapping", "write it as KEY: {a: 1} or as an indented block of KEY: VALUE lines"),
+    ("must be a list", "write it as [a, b] or as '- item' lines"),
+    ("must be a string", "write text; quote it if YAML would read a number, list or null"),
+    ("must not be empty", "give a value or remove the key"),
+    ("must be an integer", "a whole number, e.g. 8"),
+    ("must be a finite number", "a real number: .nan and .inf are not figures"),
+    ("must be a number", "e.g. 450 or 2.5"),
+    ("must be true or false", "write true or false"),
+    ("is missing required key", "see the annotated example in docs/site-config.md"),
+    ("keys must be plain names", "keys are plain words, not lists or mappings"),
+    ("lists more than", "a site config describes real hardware: check for a generated list"),
+    ("must be", "see docs/site-config.md for the allowed values"),
+)
+
 # Bounds: far above any real site, low enough that loading a typo (n[0-9999999]) or a hostile
 # file answers at once with the number instead of allocating gigabytes.
 MAX_FILE_BYTES = 64 << 20
@@ -249,9 +266,12 @@ def _os_problem(path: Path, exc: OSError) -> str:
     if code in (errno.EACCES, errno.EPERM):
         return "cannot be reached (permission denied on a directory above it)"
     if code == errno.ENOTDIR:
-        for parent in path.parents:
-            if parent.is_file():
-                return f"{shown_path(str(parent))} is a file, not a directory"
+        for parent in reversed(path.parents):
+            if parent.exists() and not parent.is_dir():
+                kind = "a file" if parent.is_file() else "not a directory"
+                return f"{shown_path(str(parent))} is {kind}" + (
+                    ", not a directory" * parent.is_file()
+                )
         return "a part of the path is not a directory"
     if code == errno.ENOENT:
         if os.path.islink(path):
@@ -417,6 +437,7 @@ class _Builder:
         self._cons = yaml.constructor.SafeConstructor()
         self._spec_broken = False
         self.fatal = False  # a bound was exceeded: no site, only the problem
+        self.suggested: set[tuple[int, str]] = set()  # (mapping, key) a typo was matched to
         self.hosts_total = 0  # hosts named so far, against MAX_SITE_NODES
 
     # -- primitives --------------------------------------------------------------------
@@ -429,6 +450,8 @@ class _Builder:
             line, col = self.loc(where)
         else:
             line, col = where or (1, 1)
+        if hint is None:
+            hint = next((h for frag, h in _DEFAULT_HINTS if frag in message), _DOC_HINT)
         self.problems.append(Problem(self.file, line, col, message, hint))
 
     def _kind(self, node: yaml.Node) -> str:
@@ -461,6 +484,8 @@ class _Builder:
                 hint = (
                     f"did you mean {close[0]!r}?" if close else "valid keys: " + ", ".join(allowed)
                 )
+                if close:  # the typo is the problem, not the key it misspells
+                    self.suggested.add((id(node), close[0]))
                 self.err(knode, f"unknown key {key!r} in {what}", hint)
                 continue
             if key in out:
@@ -468,7 +493,7 @@ class _Builder:
                 continue
             out[key] = (knode, vnode)
         for key in required:
-            if key not in out:
+            if key not in out and (id(node), key) not in self.suggested:
                 self.err(node, f"{what} is missing required key {key!r}")
         return out
 
@@ -924,7 +949,9 @@ class _Builder:
         }
         what = f"supernodes[{i}]"
         m = self.mapping(item, what, SN_KEYS, ("name",))
-        if m is None:
+        if m is None:  # reported: no follow-up problems about its name or nodes
+            self.src.sn_broken.add(i)
+            self.src.sn_unnamed.add(i)
             return r
         if "name" in m:
             name = self.text(m["name"][1], f"{what}.name")
@@ -939,6 +966,7 @@ class _Builder:
         self.src.sn_name[i] = r["name_loc"]
         if "nodes" in m and "racks" in m:
             self.err(m["racks"][0], f"{what} has both nodes and racks", "use one of them")
+            self.src.sn_broken.add(i)
         elif "nodes" in m:
             vnode = m["nodes"][1]
             self.src.sn_nodes[i] = self.loc(vnode)
@@ -949,7 +977,10 @@ class _Builder:
             r["hosts"] = [(h, None, None, loc) for h in hosts or ()]
         elif "racks" in m:
             self.src.sn_nodes[i] = self.loc(m["racks"][1])
-            for k, rack in enumerate(self.seq(m["racks"][1], f"{what} racks") or []):
+            racks = self.seq(m["racks"][1], f"{what} racks")
+            if racks is None:
+                self.src.sn_broken.add(i)
+            for k, rack in enumerate(racks or []):
                 rm = self.mapping(rack, f"{what} racks[{k}]", ("name", "nodes"), ("name", "nodes"))
                 if not rm or "name" not in rm or "nodes" not in rm:
                     self.src.sn_broken.add(i)
@@ -961,11 +992,13 @@ class _Builder:
                 loc = self.loc(rm["nodes"][1])
                 r["hosts"] += [(h, rname, s, loc) for s, h in enumerate(hosts or ())]
         else:
-            self.err(
-                item,
-                f"{what} is missing required key 'nodes' (or 'racks')",
-                "e.g. nodes: gb[001-018]",
-            )
+            if not {(id(item), "nodes"), (id(item), "racks")} & self.suggested:
+                self.err(
+                    item,
+                    f"{what} is missing required key 'nodes' (or 'racks')",
+                    "e.g. nodes: gb[001-018]",
+                )
+            self.src.sn_broken.add(i)
         if "super_pod_id" in m:
             r["pod"] = self.integer(m["super_pod_id"][1], f"{what}.super_pod_id", 0)
             self.src.sn_pod[i] = self.loc(m["super_pod_id"][1])

@@ -52,7 +52,7 @@ class SourceMap:
 
 def _p(src: SourceMap, loc: Loc | None, message: str, hint: str | None = None) -> Problem:
     line, col = loc or src.root
-    return Problem(src.file, line, col, message, hint)
+    return Problem(src.file, line, col, message, hint or "see docs/site-config.md")
 
 
 def check_device_groups(devices: int, groups: tuple[tuple[int, ...], ...]) -> list[str]:
@@ -73,7 +73,7 @@ def check_device_groups(devices: int, groups: tuple[tuple[int, ...], ...]) -> li
             else:
                 seen[d] = gi
     missing = [d for d in range(devices) if d not in seen]
-    if missing:
+    if missing and not problems:  # after an out-of-range id or an overlap, that is the typo
         shown = ",".join(map(str, missing[:8])) + (",..." if len(missing) > 8 else "")
         problems.append(f"device groups do not cover device(s) {shown} of 0-{devices - 1}")
     return problems
@@ -186,6 +186,7 @@ def _check_names(site: Site, src: SourceMap) -> list[Problem]:
     out: list[Problem] = []
     names: dict[str, int] = {}
     features: dict[str, str] = {}
+    bad_feature_at: set[Loc | None] = set()  # one report per feature_format, not per super node
     for i, sn in enumerate(site.supernodes):
         if sn.name in names:
             out.append(
@@ -213,7 +214,10 @@ def _check_names(site: Site, src: SourceMap) -> list[Problem]:
             continue
         loc = src.sn_feature.get(i) or src.slurm.get("feature_format") or src.sn_name.get(i)
         why = feature_name_problem(sn.feature)
-        if why:
+        if why and loc in bad_feature_at:
+            pass
+        elif why:
+            bad_feature_at.add(loc)
             out.append(
                 _p(src, loc, why, "use letters, digits, '_', '-' or '.' (slurm.feature_format)")
             )

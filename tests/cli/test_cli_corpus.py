@@ -1,0 +1,345 @@
+"""Bad command lines for every sub-command, written from the docs: exit 2, one line, a hint.
+
+Each case runs ``main(argv)`` in-process (fast) and asserts: exit 2, exactly one line on
+stderr of the form ``snrun[ SUB[ ACTION]]: error: ...``, the expected fragment, a hint, no
+usage block and no traceback. A few run as real subprocesses at the end.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from slurm_supernode.cli.main import main
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+S = ["--site", "local", "--dry-run"]  # a submit that would otherwise be valid
+P = ["plan", "--site", "local", "--nodelist", "n[0-3]"]
+MODEL = ["--model", "llama-70b"]
+
+
+def case(argv, prefix, fragment, id=None):
+    return pytest.param(argv, prefix, fragment, id=id or " ".join(argv)[:60])
+
+
+SUBMIT = [
+    case([*S, "--tp", "0", "t.py"], "snrun", "--tp: must be >= 1, got 0"),
+    case([*S, "--tp", "abc", "t.py"], "snrun", "--tp: must be a whole number, got 'abc'"),
+    case([*S, "--tp", "1.5", "t.py"], "snrun", "--tp: must be a whole number"),
+    case([*S, "--tp", "-2", "t.py"], "snrun", "--tp: must be >= 1, got -2"),
+    case([*S, "--cp", "0", "t.py"], "snrun", "--cp: must be >= 1"),
+    case([*S, "--ep", "0", "t.py"], "snrun", "--ep: must be >= 1"),
+    case([*S, "--pp", "0", "t.py"], "snrun", "--pp: must be >= 1"),
+    case([*S, "--tp", "99999999999", "t.py"], "snrun", "--tp: must be <= 1000000"),
+    case([*S, "-S", "0", "t.py"], "snrun", "-S/--supernodes: must be >= 1, got 0"),
+    case([*S, "-S", "two", "t.py"], "snrun", "-S/--supernodes: must be a whole number"),
+    case([*S, "--supernodes=-1", "t.py"], "snrun", "-S/--supernodes: must be >= 1"),
+    case([*S, "-N", "0", "t.py"], "snrun", "-N/--nodes: must be >= 1"),
+    case([*S, "-N", "x", "t.py"], "snrun", "-N/--nodes: must be a whole number"),
+    case([*S, "--nproc-per-node", "0", "t.py"], "snrun", "--nproc-per-node: must be >= 1"),
+    case([*S, "--max-restarts", "-1", "t.py"], "snrun", "--max-restarts: must be >= 0, got -1"),
+    case([*S, "--max-restarts", "x", "t.py"], "snrun", "--max-restarts: must be a whole number"),
+    case([*S, "--profile", "debug", "t.py"], "snrun", "--profile: renamed to --env-profile"),
+    case([*S, "--block", "a=b.j2", "t.py"], "snrun", "--block: renamed to --template-block"),
+    case([*S, "--template-block", "nameonly", "t.py"], "snrun", "--template-block: bad value"),
+    case(["--site", "local", "--json", "t.py"], "snrun", "--json: only applies with --dry-run"),
+    case([*S, "--bogus", "t.py"], "snrun", "unknown option --bogus"),
+    case([*S, "--partiton", "x", "t.py"], "snrun", "did you mean --partition?"),
+    case(S, "snrun", "no training script given"),
+    case([*S, "-m"], "snrun", "-m: needs a value"),
+    case([*S, "--tp"], "snrun", "--tp: needs a value"),
+    case([*S, "-J"], "snrun", "-J/--job-name: needs a value"),
+    case([*S, "--env", "1X=a", "t.py"], "snrun", "--env: bad value '1X=a'"),
+    case([*S, "--env", "NOVALUE", "t.py"], "snrun", "--env: bad value 'NOVALUE'"),
+    case([*S, "-t", "tomorrow", "t.py"], "snrun", "-t/--time: bad time limit 'tomorrow'"),
+    case([*S, "-S", "1", "-N", "4", "t.py"], "snrun", "give either -S/--supernodes or -N/--nodes"),
+    case([*S, "-S", "3", "t.py"], "snrun", "super node"),
+    case([*S, "--env-profile", "nope", "t.py"], "snrun", "nope"),
+]
+
+PLAN = [
+    case([*P, "--tp", "0"], "snrun plan", "--tp: must be >= 1, got 0"),
+    case([*P, "--tp", "abc"], "snrun plan", "--tp: must be a whole number, got 'abc'"),
+    case([*P, "--cp", "0"], "snrun plan", "--cp: must be >= 1"),
+    case([*P, "--ep", "-1"], "snrun plan", "--ep: must be >= 1"),
+    case([*P, "--pp", "x"], "snrun plan", "--pp: must be a whole number"),
+    case([*P, "--nproc-per-node", "0"], "snrun plan", "--nproc-per-node: must be >= 1"),
+    case([*P, "--top", "0"], "snrun plan", "--top: must be >= 1"),
+    case([*P, *MODEL, "--global-batch", "0"], "snrun plan", "--global-batch: must be >= 1"),
+    case([*P, "--hidden", "0"], "snrun plan", "--hidden: must be >= 1"),
+    case([*P, "--layers", "x"], "snrun plan", "--layers: must be a whole number"),
+    case([*P, "--seq", "-1"], "snrun plan", "--seq: must be >= 1"),
+    case([*P, *MODEL, "--micro-batch", "0"], "snrun plan", "--micro-batch: must be >= 1"),
+    case([*P, "--dtype-bytes", "0"], "snrun plan", "--dtype-bytes: must be >= 1"),
+    case([*P, "--dtype-bytes", "65"], "snrun plan", "--dtype-bytes: must be <= 64"),
+    case([*P, "--experts", "0"], "snrun plan", "--experts: must be >= 1"),
+    case([*P, "--topk", "0"], "snrun plan", "--topk: must be >= 1"),
+    case([*P, "--params", "nan"], "snrun plan", "--params: must be a finite number, got 'nan'"),
+    case([*P, "--params", "inf"], "snrun plan", "--params: must be a finite number"),
+    case([*P, "--params", "0"], "snrun plan", "--params: must be > 0"),
+    case([*P, "--params", "7e99"], "snrun plan", "--params: must be <= 1e+18"),
+    case([*P, "--active-params", "-1"], "snrun plan", "--active-params: must be > 0"),
+    case([*P, "--compute-time", "nan"], "snrun plan", "--compute-time: must be a finite number"),
+    case([*P, "--compute-time", "0"], "snrun plan", "--compute-time: must be > 0"),
+    case([*P, "--compute-time=-inf"], "snrun plan", "--compute-time: must be a finite"),
+    case([*P, "--tflops", "inf"], "snrun plan", "--tflops: must be a finite number"),
+    case([*P, "--tflops", "x"], "snrun plan", "--tflops: must be a number, got 'x'"),
+    case([*P, "--mfu", "0"], "snrun plan", "--mfu: must be > 0"),
+    case([*P, "--mfu", "1.5"], "snrun plan", "--mfu: must be <= 1"),
+    case([*P, "--mfu", "NaN"], "snrun plan", "--mfu: must be a finite number"),
+    case([*P, "--device-memory", "nan"], "snrun plan", "--device-memory: must be a finite"),
+    case([*P, "--rank-table-version", "2.0"], "snrun plan", "unknown value '2.0'"),
+    case([*P, "--model", "nope", "--compute-time", "1"], "snrun plan", "unknown model preset"),
+    case([*P, "--recommend"], "snrun plan", "--model: the communication planner needs a model"),
+    case([*P, "--hidden", "8"], "snrun plan", "a custom model needs"),
+    case([*P, *MODEL, "--topk", "4", "--experts", "2"], "snrun plan", "--topk: 4 is more than"),
+    case([*P, "--bogus"], "snrun plan", "unknown option --bogus"),
+    case([*P, "--recomend"], "snrun plan", "did you mean --recommend?"),
+    case(["plan", "--site", "local", "--nodelist"], "snrun plan", "--nodelist: needs a value"),
+    case(["plan", "--site", "local", "--nodelist", "n[0-3"], "snrun plan", "missing ']'"),
+    case(["plan", "--site", "local", "--nodelist", "n[0-3]&n1"], "snrun plan", "'&'"),
+    case(["plan", "--site", "local", "--nodelist", "x[0-3]"], "snrun plan", "not in site 'local'"),
+    case(["plan", "--site", "local"], "snrun plan", "--nodelist: no nodelist given"),
+    case(["plan", "extra"], "snrun plan", "unexpected argument 'extra'"),
+]
+
+SITE = [
+    case(["site"], "snrun site", "missing ACTION"),
+    case(["site", "frob"], "snrun site", "unknown value 'frob'"),
+    case(["site", "validate"], "snrun site validate", "missing FILE"),
+    case(["site", "show"], "snrun site show", "missing FILE"),
+    case(["site", "show", "local", "extra"], "snrun site", "unexpected argument 'extra'"),
+    case(["site", "export", "local"], "snrun site export", "missing --format/-f"),
+    case(["site", "export", "-f", "gres"], "snrun site export", "missing FILE"),
+    case(["site", "export", "local", "-f", "nope"], "snrun site export", "unknown value 'nope'"),
+    case(["site", "export", "local", "-f", "grse"], "snrun site export", "did you mean 'gres'?"),
+    case(
+        ["site", "export", "local", "-f", "slurm-nodes", "--node-port-base", "0"],
+        "snrun site export",
+        "--node-port-base: must be >= 1",
+    ),
+    case(
+        ["site", "export", "local", "-f", "slurm-nodes", "--node-port-base", "70000"],
+        "snrun site export",
+        "--node-port-base: must be <= 65535",
+    ),
+    case(
+        ["site", "export", "local", "-f", "slurm-nodes", "--node-port-base", "x"],
+        "snrun site export",
+        "--node-port-base: must be a whole number",
+    ),
+    case(
+        ["site", "export", "local", "-f", "gres", "--node-port-base", "17000"],
+        "snrun site export",
+        "only applies to --format slurm-nodes",
+    ),
+    case(["site", "export", "local", "-f", "gres", "-o"], "snrun site export", "needs a value"),
+    case(["site", "list", "--bogus"], "snrun site", "unknown option --bogus"),
+    case(["site", "export", "nosuch", "-f", "gres"], "snrun site export", "unknown site 'nosuch'"),
+]
+
+STATUS_CANCEL = [
+    case(["status"], "snrun status", "missing JOB"),
+    case(["status", "1", "--bogus"], "snrun status", "unknown option --bogus"),
+    case(["status", "1", "2"], "snrun status", "unexpected argument '2'"),
+    case(["status", "1", "--jobs-dir"], "snrun status", "--jobs-dir: needs a value"),
+    case(["cancel"], "snrun cancel", "missing JOB"),
+    case(["cancel", "1", "--bogus"], "snrun cancel", "unknown option --bogus"),
+    case(["cancel", "1", "--site"], "snrun cancel", "--site: needs a value"),
+]
+
+BENCH = [
+    case(["bench"], "snrun bench", "missing ACTION"),
+    case(["bench", "frob"], "snrun bench", "unknown value 'frob'"),
+    case(["bench", "run", "--iters", "0"], "snrun bench run", "--iters: must be >= 1"),
+    case(["bench", "run", "--iters", "x"], "snrun bench run", "--iters: must be a whole number"),
+    case(["bench", "run", "--warmup", "-1"], "snrun bench run", "--warmup: must be >= 0"),
+    case(["bench", "run", "--factor", "1"], "snrun bench run", "--factor: must be > 1"),
+    case(["bench", "run", "--factor", "inf"], "snrun bench run", "--factor: must be a finite"),
+    case(["bench", "run", "--factor", "nan"], "snrun bench run", "--factor: must be a finite"),
+    case(["bench", "run", "--backend", "mpi"], "snrun bench run", "unknown value 'mpi'"),
+    case(["bench", "run", "--timing", "x"], "snrun bench run", "unknown value 'x'"),
+    case(["bench", "run", "--supernode-size", "0"], "snrun bench run", "--supernode-size: must"),
+    case(["bench", "report", "--baseline-runs", "0"], "snrun bench report", "--baseline-runs"),
+    case(["bench", "report", "--threshold", "0"], "snrun bench report", "--threshold: must be > 0"),
+    case(["bench", "report", "--threshold", "100"], "snrun bench report", "must be < 100"),
+    case(["bench", "report", "--threshold", "nan"], "snrun bench report", "must be a finite"),
+    case(["bench", "submit", "-S", "0"], "snrun bench submit", "-S: must be >= 1"),
+    case(["bench", "submit", "--iters", "0"], "snrun bench submit", "--iters: must be >= 1"),
+    case(["bench", "submit", "--warmup", "-5"], "snrun bench submit", "--warmup: must be >= 0"),
+    case(["bench", "submit", "--backend", "x"], "snrun bench submit", "unknown value 'x'"),
+    case(["bench", "submit", "--nproc-per-node", "0"], "snrun bench submit", "must be >= 1"),
+    case(["bench", "schedule"], "snrun bench schedule", "give one of --nightly"),
+    case(["bench", "schedule", "--list", "--mode", "x"], "snrun bench schedule", "unknown value"),
+    case(
+        ["bench", "schedule", "--list", "--remove", "x"],
+        "snrun bench schedule",
+        "cannot be combined with --list",
+    ),
+]
+
+HEALTH = [
+    case(["health", "--expect-devices", "-1"], "snrun health", "--expect-devices: must be >= 0"),
+    case(["health", "--min-free-gb", "-1"], "snrun health", "--min-free-gb: must be >= 0"),
+    case(["health", "--min-free-gb", "nan"], "snrun health", "--min-free-gb: must be a finite"),
+    case(["health", "--allreduce-nproc", "0"], "snrun health", "--allreduce-nproc: must be >= 1"),
+    case(["health", "--timeout", "0"], "snrun health", "--timeout: must be > 0"),
+    case(["health", "--timeout", "inf"], "snrun health", "--timeout: must be a finite number"),
+    case(["health", "--allreduce-backend", "mpi"], "snrun health", "unknown value 'mpi'"),
+    case(["health", "--drain", "--resume-ok"], "snrun health", "cannot be combined with --drain"),
+    case(["health", "--path", "/tmp"], "snrun health", "--path: needs --min-free-gb"),
+    case(["health", "--bogus"], "snrun health", "unknown option --bogus"),
+]
+
+
+def _outputs(tmp: Path) -> list:
+    (tmp / "FILE").write_text("x\n")
+    (tmp / "dir").mkdir()
+    os.mkfifo(tmp / "fifo")
+    targets = {
+        "missing-dir": (tmp / "no" / "dir" / "out", "does not exist"),
+        "parent-is-file": (tmp / "FILE" / "out", "FILE is a file, not a directory"),
+        "is-directory": (tmp / "dir", "is a directory"),
+        "fifo": (tmp / "fifo", "not a regular file"),
+        "name-too-long": (tmp / ("o" * 300), "file name is too long"),
+    }
+    commands = {
+        "site-export-o": lambda o: ["site", "export", "local", "-f", "gres", "-o", o],
+        "plan-nccl-topo": lambda o: [*P, "--nccl-topo-file", o],
+        "plan-rank-table": lambda o: [*P, "--hccl-rank-table", o],
+        "bench-report-html": lambda o: ["bench", "report", "--db", str(tmp / "x.db"), "--html", o],
+    }
+    return [
+        (f"{cmd}-{kind}", make(str(path)), frag)
+        for cmd, make in commands.items()
+        for kind, (path, frag) in targets.items()
+    ]
+
+
+OUTPUT_KINDS = [f"{c}-{k}" for c in ("site-export-o", "plan-nccl-topo", "plan-rank-table",
+                                     "bench-report-html")
+                for k in ("missing-dir", "parent-is-file", "is-directory", "fifo",
+                          "name-too-long")]  # fmt: skip
+
+CASES = SUBMIT + PLAN + SITE + STATUS_CANCEL + BENCH + HEALTH
+
+
+@pytest.fixture(autouse=True)
+def _no_cluster(monkeypatch, tmp_path):
+    """Nothing here may reach Slurm or write job directories outside tmp."""
+    monkeypatch.setenv("SLURM_CONF", "/nonexistent/slurm.conf")
+    monkeypatch.setenv("SNRUN_JOBS_DIR", str(tmp_path / "jobs"))
+    monkeypatch.delenv("SNRUN_SITE", raising=False)
+    monkeypatch.delenv("SNRUN_DEBUG", raising=False)
+    monkeypatch.delenv("SLURM_JOB_NODELIST", raising=False)
+
+
+def check_one_line(err: str, prefix: str, fragment: str) -> str:
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    line = lines[0]
+    assert line.startswith(f"{prefix}: error: "), line
+    assert fragment in line, (fragment, line)
+    assert "(hint: " in line and line.endswith(")"), line
+    assert "usage:" not in line.split("(hint:")[0] and "Traceback" not in line
+    body = line.removeprefix(f"{prefix}: error: ")
+    where = body.split(": ", 1)[0]
+    if where.startswith("-"):  # no repeated wording: '--tp: --tp must ...'
+        assert where not in body[len(where) :].split("(hint:")[0], line
+    assert "_" not in where or not where.startswith("--"), f"internal name in {line}"
+    return line
+
+
+def test_corpus_is_large():
+    assert len(CASES) + len(OUTPUT_KINDS) >= 130
+
+
+@pytest.mark.parametrize(("argv", "prefix", "fragment"), CASES)
+def test_bad_command_line(capsys, argv, prefix, fragment):
+    assert main(argv) == 2
+    out = capsys.readouterr()
+    check_one_line(out.err, prefix, fragment)
+    assert out.out == ""
+
+
+@pytest.mark.parametrize("kind", OUTPUT_KINDS)
+def test_bad_output_path(tmp_path, capsys, kind):
+    cases = {name: (argv, frag) for name, argv, frag in _outputs(tmp_path)}
+    argv, fragment = cases[kind]
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    assert main(argv) == 2
+    check_one_line(capsys.readouterr().err, "snrun " + " ".join(argv[:2]).split(" -")[0]
+                   if argv[0] != "plan" else "snrun plan", fragment)  # fmt: skip
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before  # nothing created
+
+
+# -- arguments after SCRIPT belong to the script -----------------------------------------------
+def _dry_run_command(capsys, argv) -> str:
+    assert main(["--site", "local", "--dry-run", *argv]) == 0, capsys.readouterr().err
+    out = capsys.readouterr().out
+    return next(line for line in out.splitlines() if " supervise --job-dir " in line)
+
+
+def test_script_keeps_its_own_options(capsys):
+    line = _dry_run_command(capsys, ["train.py", "--debug", "--tp", "0", "-S", "x", "--json"])
+    assert line.split(" -- ", 1)[1].startswith("train.py --debug --tp 0 -S x --json")
+
+
+def test_module_with_arguments(capsys):
+    line = _dry_run_command(capsys, ["-m", "pkg.train", "--lr", "3e-4", "--debug"])
+    assert line.split(" -- ", 1)[1].startswith("-m pkg.train --lr 3e-4 --debug")
+
+
+def test_double_dash_ends_snrun_options(capsys):
+    line = _dry_run_command(capsys, ["--tp", "1", "--", "-odd.py", "x"])
+    assert line.split(" -- ", 1)[1].startswith("-odd.py x")
+
+
+def test_debug_before_script_is_snruns(capsys):
+    from slurm_supernode.errors import PlacementError
+
+    with pytest.raises(PlacementError):  # --debug: the exception propagates (a traceback)
+        main(["--debug", "--site", "local", "--dry-run", "--tp", "3", "t.py"])
+
+
+def test_help_of_status_and_cancel_describes_every_option(capsys):
+    from slurm_supernode.cli.main import build_parser
+
+    for name in ("status", "cancel"):
+        parser = build_parser(name)
+        for action in parser._actions:
+            assert action.help, (name, action.dest)
+    help_text = " ".join(build_parser("submit").format_help().split())
+    assert "not sbatch's -S/--core-spec" in help_text.replace("- ", "-")  # wrapped at '-'
+    assert "--env-profile" in help_text and "--template-block" in help_text
+    assert "--profile " not in help_text and "--block " not in help_text
+
+
+# -- a few as real processes -------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["plan", "--tp", "0"], "snrun plan: error: --tp: must be >= 1, got 0 (hint: "),
+        (["--max-restarts", "-1", "t.py"], "snrun: error: --max-restarts: must be >= 0"),
+        (["site", "export", "local", "-f", "gres", "-o", "/nonexistent/dir/out"], "does not exist"),
+        (["site", "validate", "/dev/null/x.yaml"], "/dev/null is not a directory"),
+    ],
+)
+def test_subprocess_one_line(argv, expected):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "SLURM_CONF": "/nonexistent/slurm.conf"}
+    env.pop("SNRUN_DEBUG", None)
+    proc = subprocess.run(
+        [sys.executable, "-m", "slurm_supernode", *argv],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert proc.returncode == 2
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and expected in lines[0], proc.stderr
+    assert not Path("/nonexistent").exists()
