@@ -151,3 +151,68 @@ def test_crossings_equal_brute_force_minimum(capacities, nproc, data):
     if not aligned(sizes, order, nproc):
         return  # groups that split nodes unevenly: best effort, no minimum claimed (docs)
     check({"tp": tp, "cp": cp, "dp": dp, "pp": pp}, order, nproc, capacities)
+
+
+# -- through build_rank_map, on random sites ---------------------------------------------------
+def random_site(draw):
+    """Unequal super nodes, interleaved host names, uneven device islands."""
+    from slurm_supernode.site.model import Node, NodeSpec, Site, SuperNode
+    from tests.placement.sites import default_links
+
+    sizes = draw(st.lists(st.integers(1, 4), min_size=2, max_size=3))
+    islands = draw(
+        st.sampled_from(
+            [
+                ((0, 1, 2, 3, 4, 5, 6, 7),),
+                ((0, 1, 2), (3, 4, 5, 6, 7)),
+                ((0, 2, 4, 6), (1, 3, 5, 7)),
+            ]
+        )
+    )
+    spec = NodeSpec(devices=8, device_groups=islands)
+    sns = []
+    for s, count in enumerate(sizes):
+        nodes = []
+        for i in range(count):
+            # names interleave super nodes: h0 in sn0, h1 in sn1, ... (Slurm order != physical)
+            nodes.append(Node(f"h{(i * len(sizes) + s) % (4 * len(sizes)):02d}", f"sn{s}", i, spec))
+        sns.append(SuperNode(f"sn{s}", tuple(nodes), feature=f"sn{s}"))
+    return Site(name="rand", vendor="nvidia", supernodes=tuple(sns), links=default_links())
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_rank_map_crossings_equal_brute_force_minimum(data):
+    from slurm_supernode.placement.model import Layout
+    from slurm_supernode.placement.rankmap import build_rank_map
+
+    site = random_site(data.draw)
+    hosts = [n.hostname for n in site.nodes]
+    k = data.draw(st.integers(2, min(8, len(hosts))))
+    alloc = data.draw(st.permutations(hosts))[:k]  # partial allocation, random order
+    nproc = data.draw(st.sampled_from([1, 2, 4, 8]))
+    world = k * nproc
+    divs = [d for d in range(1, world + 1) if world % d == 0]
+    tp = data.draw(st.sampled_from([d for d in divs if nproc % d == 0 or d % nproc == 0]))
+    pp = data.draw(st.sampled_from([d for d in divs if (world // tp) % d == 0]))
+    sizes = {"tp": tp, "cp": 1, "dp": world // (tp * pp), "pp": pp}
+    order = ("tp", "cp", "dp", "pp")
+    rm = build_rank_map(site, alloc, Layout(tp=tp, pp=pp), nproc)
+    sn_index = {sn.name: i for i, sn in enumerate(site.supernodes)}
+    bins = [sn_index[n.supernode] for n in rm.nodes]
+    groups = ref_groups(sizes, order)
+    got = ref_crossings(groups, nproc, bins)
+    for dim in PRIORITY:  # the plan reports the same crossings
+        spans = rm.spans.get(dim, {})
+        assert spans.get("inter", 0) == got[dim]
+    caps = [sum(1 for n in rm.nodes if n.supernode == sn.name) for sn in site.supernodes]
+    caps = [c for c in caps if c]
+    if aligned(sizes, order, nproc):
+        want = lexicographic_minimum(groups, nproc, caps, PRIORITY)
+        assert tuple(got[d] for d in PRIORITY) == want
+    # TP inside one island whenever a whole island holds the node's ranks
+    islands = site.nodes[0].spec.device_groups
+    if tp <= nproc <= max(len(g) for g in islands):
+        where = {d: i for i, g in enumerate(islands) for d in g}
+        for g in groups["tp"]:
+            assert len({where[rm.ranks[r].device] for r in g}) == 1

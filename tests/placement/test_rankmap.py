@@ -244,6 +244,7 @@ def test_json_schema_fields():
         "stride": 8,
         "count": 8,
         "spans": {"supernode": 8},  # two nodes of one super node
+        "crossings": {"node": 8, "supernode": 0, "supernode_floor": 0},
     }
     assert set(doc["nodes"][0]) == {"hostname", "node_rank", "supernode", "visible_devices"}
     assert set(doc["ranks"][0]) == {
