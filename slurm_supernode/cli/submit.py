@@ -172,7 +172,11 @@ def spec_from_args(ns: argparse.Namespace) -> JobSpec:
         name, sep, path = item.partition("=")
         if not sep:
             raise InputError(f"bad value {item!r}", where="--template-block", hint="use NAME=PATH")
+        _check_input_file(path, "--template-block", must_be_path=True)
         blocks.append((name, path))
+    if ns.template:
+        # a bare name (sbatch.sh.j2) may be a bundled template: only paths must exist
+        _check_input_file(ns.template, "--template", must_be_path="/" in ns.template)
     return JobSpec(
         program=program,
         program_args=tuple(args),
@@ -204,6 +208,22 @@ def spec_from_args(ns: argparse.Namespace) -> JobSpec:
         fork_workers=ns.fork_workers,
         workdir=ns.workdir,
     )
+
+
+def _check_input_file(path: str, option: str, *, must_be_path: bool) -> None:
+    """A file the user named must be a readable regular file (a FIFO would block the reader).
+
+    A plain name that is no file is left to the template lookup (``must_be_path`` False).
+    """
+    from pathlib import Path
+
+    from slurm_supernode.errors import InputError
+    from slurm_supernode.site.loader import path_problem, shown_path
+
+    why = path_problem(Path(path).expanduser())
+    if why is None or (why == "no such file" and not must_be_path):
+        return
+    raise InputError(f"{shown_path(path)}: {why}", where=option, hint="give a readable .j2 file")
 
 
 def run(ns: argparse.Namespace) -> int:
