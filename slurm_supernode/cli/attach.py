@@ -69,7 +69,7 @@ def run(ns: argparse.Namespace) -> int:
             hint="nodes: " + info.nodelist,
         )
     if ns.py_spy:
-        python = load_inputs(job_dir).get("python") or sys.executable
+        python = load_inputs(job_dir).python or sys.executable
         helper = [python, "-m", "slurm_supernode", "stacks", f"--job-id={job_id}"]
         helper += [f"--rank={r}" for r in ns.rank or ()]
         return run_attached(attach_argv(job_id, [ns.node] if ns.node else hosts, helper))

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from slurm_supernode.bench.model import BACKENDS
 from slurm_supernode.cli.options import non_negative, positive
+from slurm_supernode.jobenv import JobEnvironment
 
 # (dest, flag) of every job option, in the order they are written back for a schedule.
 _JOB_OPTIONS = (
@@ -32,7 +33,7 @@ _JOB_OPTIONS = (
     ("db", "--db"),
     ("time", "--time"),
     ("partition", "--partition"),
-    ("profile", "--profile"),
+    ("profile", "--env-profile"),
     ("jobs_dir", "--jobs-dir"),
 )
 _DEFAULTS = {"collectives": "all", "scopes": "all", "dtype": "float32", "iters": 20,
@@ -55,7 +56,17 @@ def add_job_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", metavar="PATH", help="results database (default: the site's)")
     p.add_argument("-t", "--time", help="time limit of the bench job")
     p.add_argument("-p", "--partition")
-    p.add_argument("--profile", action="append", default=[], help="extra site env profile")
+    p.add_argument(
+        "--env-profile",
+        dest="profile",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="extra env profile of the site (repeatable)",
+    )
+    # The old name (sbatch's --profile is acct_gather profiling) still works here: schedules
+    # installed before the rename replay it from the registry and from scrontab lines.
+    p.add_argument("--profile", dest="profile", action="append", help=argparse.SUPPRESS)
     p.add_argument("--jobs-dir", help="where job directories go (default: the site's)")
 
 
@@ -271,7 +282,7 @@ def _resubmit(args: argparse.Namespace) -> int:
     if entry is None:
         print(f"snrun: schedule {args.resubmit!r} was removed: no next run", file=sys.stderr)
         return 0
-    me = os.environ.get("SLURM_JOB_ID", "")
+    me = str(JobEnvironment.from_environ().job_id or "")
     waiting = [j for j in jobs.jobs_named(entry.job_name) if j.pending and str(j.job_id) != me]
     if waiting:  # a rerun of this job, or a second chain: one waiting successor is enough
         print(f"snrun: schedule {entry.name}: job {waiting[0].job_id} already waits")

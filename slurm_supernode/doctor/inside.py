@@ -10,7 +10,6 @@ Rank 0 writes the facts as JSON and appends the bench run to the results databas
 from __future__ import annotations
 
 import os
-import socket
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -68,6 +67,7 @@ def node_facts(
     if site.imex_channels:
         health.append(checks.check_imex(imex_channels()))
     smi, smi_error = probe.read_smi() if site.vendor == "nvidia" else ((), "")
+    ips, ip_note = probe.read_device_ips(site, host) if site.vendor == "ascend" else (None, "")
     return NodeFacts(
         host=host,
         supernode=supernode,
@@ -78,7 +78,8 @@ def node_facts(
         torch=torch.__version__,
         cuda=torch.version.cuda or "",
         cuda_devices=cuda_devices,
-        device_ips=probe.read_device_ips(site, host) if site.vendor == "ascend" else None,
+        device_ips=ips,
+        device_ip_note=ip_note,
         storage=tuple(probe.storage_test(p, storage_mb) for p in opts.storage_paths),
     )
 
@@ -92,8 +93,11 @@ def run_inside(site: Site, opts: InsideOptions, env: Mapping[str, str] | None = 
 
     env = os.environ if env is None else env
     backend = resolve_backend(opts.backend)
-    local_rank = int(env.get("LOCAL_RANK", "0"))
-    host = env.get("SLURMD_NODENAME") or socket.gethostname().split(".")[0]
+    from slurm_supernode.jobenv import JobEnvironment
+
+    job_env = JobEnvironment.from_environ(env)
+    local_rank = job_env.local_rank or 0
+    host = job_env.hostname()
     supernode = env.get("SNRUN_SUPERNODE", "")
     if backend == "nccl":
         torch.cuda.set_device(local_rank)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from slurm_supernode.errors import InputError
+from slurm_supernode.errors import InputError, PlacementError
 from slurm_supernode.launch.job import plan_job
 from slurm_supernode.launch.jobspec import JobSpec, parse_env_items
 from slurm_supernode.site.model import EnvProfile, SlurmSettings
@@ -196,3 +196,33 @@ def test_restart_budgets_reach_the_job(tmp_path: Path) -> None:
     assert job.agent_inputs["max_restarts"] is None
     assert "SNRUN_MAX_RESTARTS" not in job.script
     assert "export SNRUN_MAX_RESTARTS=2\n" in plan(tmp_path, max_restarts=2).script
+
+
+def test_layout_options_reach_the_agent_and_are_checked_before_submission(tmp_path: Path) -> None:
+    """--tp/--ep/--etp/--framework/--use-tp-pp-dp-mapping: parsed once, the agent's rank map
+    (from plan.json) has the same groups as `snrun plan`; a layout Megatron refuses is refused."""
+    import argparse
+
+    from slurm_supernode.cli.submit import add_arguments, spec_from_args
+    from slurm_supernode.launch.inputs import JobInputs, rank_map_for_job
+    from slurm_supernode.placement.rankmap import build_rank_map, group_ranks
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    argv = ["-S", "2", "--tp", "2", "--ep", "4", "--etp", "1", "--use-tp-pp-dp-mapping"]
+    spec = spec_from_args(parser.parse_args([*argv, "train.py"]))
+    assert (spec.layout.etp, spec.layout.order) == (1, "tp-cp-ep-pp-dp")
+    p = plan_job(dataclasses.replace(spec, workdir=str(tmp_path)), site(), None,
+                 jobs_root=tmp_path / "jobs", token="t1")  # fmt: skip
+    assert p.agent_inputs["layout"]["etp"] == 1
+    in_job = rank_map_for_job(
+        JobInputs.from_dict(json.loads(p.inputs.to_json())), site(), p.example_hosts
+    )
+    planned = build_rank_map(site(), p.example_hosts, spec.layout)
+    for dim in ("tp", "dp", "ep", "etp", "edp"):
+        assert group_ranks(in_job, dim) == group_ranks(planned, dim)
+    assert group_ranks(in_job, "ep")[0] == [0, 1, 2, 3]  # etp=1: EP neighbours adjacent
+    bad = spec_from_args(parser.parse_args(["-S", "2", "--tp", "8", "--ep", "16", "train.py"]))
+    with pytest.raises(PlacementError, match="expert_tensor_model_pipeline_parallel"):
+        plan_job(dataclasses.replace(bad, workdir=str(tmp_path)), site(), None,
+                 jobs_root=tmp_path / "jobs", token="t2")  # fmt: skip

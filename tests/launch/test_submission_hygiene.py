@@ -167,15 +167,16 @@ def test_module_runs_from_the_snapshot(tmp_path: Path) -> None:
     from slurm_supernode.placement.rankmap import build_rank_map
     from slurm_supernode.runtime.agent import plan_agent_launch
     from tests.placement.sites import make_site
+    from tests.runtime.inputs import make_inputs
 
     site = make_site(1, 2, 8, 2)
     hosts = [n.hostname for n in site.nodes]
     rm = build_rank_map(site, hosts, Layout(), 1)
-    inputs = {
-        "program_argv": ["-m", "pkg.train"],
-        "python": sys.executable,
-        "snapshot": {"dir": "/jobs/j/code", "module": True},
-    }
+    inputs = make_inputs(
+        program_argv=("-m", "pkg.train"),
+        python=sys.executable,
+        snapshot={"dir": "/jobs/j/code", "module": True},
+    )
     launch = plan_agent_launch(
         inputs, site, rm, hosts[0], {"PYTHONPATH": "/x"}, attempt=0, job_id=1
     )
