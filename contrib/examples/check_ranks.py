@@ -10,7 +10,6 @@ arguments it received, so tests can check them and the demo can print them.
 from __future__ import annotations
 
 import os
-import socket
 import sys
 from datetime import timedelta
 from pathlib import Path
@@ -19,6 +18,7 @@ import torch
 import torch.distributed as dist
 
 from slurm_supernode.fsutil import write_json_atomic
+from slurm_supernode.jobenv import JobEnvironment
 from slurm_supernode.launch.inputs import load_inputs, rank_map_for_job
 from slurm_supernode.site.loader import load_site
 
@@ -27,15 +27,14 @@ def main() -> int:
     backend = "nccl" if torch.cuda.is_available() else "gloo"
     dist.init_process_group(backend, timeout=timedelta(seconds=120))
     rank, world = dist.get_rank(), dist.get_world_size()
-    local_rank = int(os.environ["LOCAL_RANK"])
-    host = os.environ.get("SLURMD_NODENAME") or socket.gethostname()
+    job_env = JobEnvironment.from_environ()
+    local_rank = job_env.local_rank or 0
+    host = job_env.hostname()
 
     job_dir = Path(os.environ["SNRUN_JOB_DIR"])
     inputs = load_inputs(job_dir)
-    site = load_site(inputs["site_file"])
-    from ClusterShell.NodeSet import NodeSet
-
-    rank_map = rank_map_for_job(inputs, site, list(NodeSet(os.environ["SNRUN_NODELIST"])))
+    site = load_site(inputs.site_file)
+    rank_map = rank_map_for_job(inputs, site, job_env.hosts())
     expect = rank_map.ranks[rank]
     visible = os.environ.get("CUDA_VISIBLE_DEVICES") or os.environ.get("ASCEND_RT_VISIBLE_DEVICES")
     device = int(visible.split(",")[local_rank]) if visible else None

@@ -42,6 +42,7 @@ from slurm_supernode.bench.model import (
     Versions,
 )
 from slurm_supernode.errors import InputError
+from slurm_supernode.jobenv import JobEnvironment
 
 REDUCING = ("all_reduce", "reduce_scatter")
 CHUNKED = ("all_gather", "reduce_scatter", "all_to_all")  # size split into n equal chunks
@@ -437,7 +438,7 @@ def run_benchmark(config: BenchConfig, env: Mapping[str, str] | None = None) -> 
     env = os.environ if env is None else env
     backend = resolve_backend(config.backend)
     timing = resolve_timing(config.timing, backend)
-    local_rank = int(env.get("LOCAL_RANK", "0"))
+    local_rank = JobEnvironment.from_environ(env).local_rank or 0
     if backend == "nccl":
         device = torch.device("cuda", local_rank)
         torch.cuda.set_device(device)

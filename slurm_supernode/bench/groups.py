@@ -20,7 +20,8 @@ import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from slurm_supernode.errors import InputError
+from slurm_supernode.errors import InputError, JobError
+from slurm_supernode.jobenv import JobEnvironment
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,14 +60,15 @@ def rank_identity(
     ``GROUP_RANK`` (node rank), else ``SLURM_NODEID``, else the host name.
     """
     try:
-        rank = int(env.get("RANK", "0"))
-    except ValueError:
-        raise InputError(f"RANK={env.get('RANK')!r} is not a number", where="RANK") from None
-    host = host or env.get("SNRUN_HOSTNAME") or socket.gethostname()
-    node = env.get("GROUP_RANK") or env.get("SLURM_NODEID")
-    node = f"node{node}" if node is not None and node != "" else host
-    supernode = env.get("SNRUN_SUPERNODE") or supernode_from_topology_addr(
-        env.get("SLURM_TOPOLOGY_ADDR"), env.get("SLURM_TOPOLOGY_ADDR_PATTERN")
+        job_env = JobEnvironment.from_environ(env)
+    except JobError as exc:
+        raise InputError(exc.message, where="environment") from None
+    rank = job_env.rank or 0
+    host = host or job_env.hostname_override or socket.gethostname()
+    node_index = job_env.group_rank if job_env.group_rank is not None else job_env.node_id
+    node = f"node{node_index}" if node_index is not None else host
+    supernode = job_env.supernode or supernode_from_topology_addr(
+        job_env.topology_addr, job_env.topology_addr_pattern
     )
     if not supernode and supernode_size:
         if supernode_size <= 0:

@@ -152,7 +152,7 @@ def config_from_args(args: argparse.Namespace, env=os.environ):
         check=not args.no_check,
         supernode_size=args.supernode_size,
         site=args.site if args.site is not None else env.get("SNRUN_SITE", ""),
-        job_id=args.job_id if args.job_id is not None else env.get("SLURM_JOB_ID", ""),
+        job_id=args.job_id if args.job_id is not None else _job_id(env),
     )
 
 
@@ -196,3 +196,10 @@ def _report(args: argparse.Namespace) -> int:
     site, bench, site_db = report_site(args.site)
     db = args.db or os.environ.get("SNRUN_BENCH_DB") or site_db or default_db()
     return main_report(args, db=db, site=site, bench=bench)
+
+
+def _job_id(environ) -> str:
+    from slurm_supernode.jobenv import JobEnvironment
+
+    job_id = JobEnvironment.from_environ(environ).job_id
+    return "" if job_id is None else str(job_id)

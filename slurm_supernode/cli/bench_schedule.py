@@ -16,6 +16,7 @@ from pathlib import Path
 
 from slurm_supernode.bench.model import BACKENDS
 from slurm_supernode.cli.options import non_negative, positive
+from slurm_supernode.jobenv import JobEnvironment
 
 # (dest, flag) of every job option, in the order they are written back for a schedule.
 _JOB_OPTIONS = (
@@ -271,7 +272,7 @@ def _resubmit(args: argparse.Namespace) -> int:
     if entry is None:
         print(f"snrun: schedule {args.resubmit!r} was removed: no next run", file=sys.stderr)
         return 0
-    me = os.environ.get("SLURM_JOB_ID", "")
+    me = str(JobEnvironment.from_environ().job_id or "")
     waiting = [j for j in jobs.jobs_named(entry.job_name) if j.pending and str(j.job_id) != me]
     if waiting:  # a rerun of this job, or a second chain: one waiting successor is enough
         print(f"snrun: schedule {entry.name}: job {waiting[0].job_id} already waits")

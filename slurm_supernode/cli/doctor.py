@@ -17,6 +17,7 @@ from pathlib import Path
 
 from slurm_supernode.bench.model import BACKENDS
 from slurm_supernode.errors import InputError, JobError
+from slurm_supernode.jobenv import JobEnvironment
 
 
 def _size(text: str) -> int:
@@ -237,6 +238,6 @@ def _in_job(ns: argparse.Namespace) -> int:
         size=ns.size,
         iters=ns.iters,
         storage_paths=tuple(paths),
-        job_id=os.environ.get("SLURM_JOB_ID", ""),
+        job_id=str(JobEnvironment.from_environ().job_id or ""),
     )
     return run_inside(site, opts)

@@ -11,11 +11,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import sys
 from dataclasses import asdict
 
 from slurm_supernode.cli.options import non_negative, number, positive
+from slurm_supernode.jobenv import JobEnvironment
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -66,7 +66,7 @@ def run(ns: argparse.Namespace) -> int:
     if ns.path and ns.min_free_gb is None:
         raise InputError("needs --min-free-gb", where="--path", hint="e.g. --min-free-gb 10")
     site = _site(ns.site)
-    node = ns.node or os.environ.get("SLURMD_NODENAME") or socket.gethostname().split(".")[0]
+    node = ns.node or JobEnvironment.from_environ().hostname()
     opts = HealthOptions(
         node=node,
         expect_devices=ns.expect_devices,

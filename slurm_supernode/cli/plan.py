@@ -13,6 +13,7 @@ import sys
 from slurm_supernode.cli.layout_args import add_layout_arguments, layout_from_args
 from slurm_supernode.cli.options import int_range, number
 from slurm_supernode.errors import InputError, PlacementError
+from slurm_supernode.jobenv import JobEnvironment
 
 _positive = int_range(1, 1 << 30)
 _amount = number(above=0, maximum=1e18)
@@ -35,7 +36,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--site", default=os.environ.get("SNRUN_SITE"), help="site name or YAML path")
     p.add_argument(
         "--nodelist",
-        default=os.environ.get("SLURM_JOB_NODELIST"),
+        default=JobEnvironment.from_environ().nodelist,
         help="hostlist of the allocation (default $SLURM_JOB_NODELIST)",
     )
     p.add_argument("--nproc-per-node", type=_positive, help="ranks per node (default: devices)")

@@ -10,7 +10,6 @@ Rank 0 writes the facts as JSON and appends the bench run to the results databas
 from __future__ import annotations
 
 import os
-import socket
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -92,8 +91,11 @@ def run_inside(site: Site, opts: InsideOptions, env: Mapping[str, str] | None = 
 
     env = os.environ if env is None else env
     backend = resolve_backend(opts.backend)
-    local_rank = int(env.get("LOCAL_RANK", "0"))
-    host = env.get("SLURMD_NODENAME") or socket.gethostname().split(".")[0]
+    from slurm_supernode.jobenv import JobEnvironment
+
+    job_env = JobEnvironment.from_environ(env)
+    local_rank = job_env.local_rank or 0
+    host = job_env.hostname()
     supernode = env.get("SNRUN_SUPERNODE", "")
     if backend == "nccl":
         torch.cuda.set_device(local_rank)

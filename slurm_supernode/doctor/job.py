@@ -137,7 +137,7 @@ def run_in_job(plan: JobPlan, job_id: int, hosts: tuple[str, ...], timeout: floa
     from slurm_supernode.slurm.steps import overlap_step
 
     write_job_dir(plan)
-    python = plan.agent_inputs["python"]
+    python = plan.inputs.python
     argv = [
         python,
         "-m",
@@ -155,7 +155,7 @@ def run_in_job(plan: JobPlan, job_id: int, hosts: tuple[str, ...], timeout: floa
         argv,
         env=step_env(plan, hosts),
         timeout=timeout,
-        cwd=plan.agent_inputs["workdir"],
+        cwd=plan.inputs.workdir,
     )
     write_atomic(plan.job_dir / "logs" / f"step-{job_id}.out", proc.stdout + proc.stderr)
     return proc.returncode

@@ -11,7 +11,7 @@ import os
 import shutil
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,8 @@ from slurm_supernode import __version__
 from slurm_supernode.errors import InputError, SlurmError
 from slurm_supernode.fsutil import expand_path, write_atomic, write_json_atomic
 from slurm_supernode.launch.envmerge import merge_env
+from slurm_supernode.launch.inputs import FILE as INPUTS_FILE
+from slurm_supernode.launch.inputs import JobInputs
 from slurm_supernode.launch.jobdir import job_dir_name, link_job_id
 from slurm_supernode.launch.jobspec import JobSpec
 from slurm_supernode.launch.render import render_sbatch
@@ -36,7 +38,12 @@ class JobPlan:
     job_dir: Path
     script: str
     env: dict[str, str]  # site profiles < --env (the template may add its own in between)
-    agent_inputs: dict[str, Any] = field(default_factory=dict)
+    inputs: JobInputs
+
+    @property
+    def agent_inputs(self) -> dict[str, Any]:
+        """The job inputs as written to plan.json (plain dict form)."""
+        return self.inputs.to_dict()
 
     @property
     def example_hosts(self) -> list[str]:
@@ -89,50 +96,31 @@ def plan_job(
     site_env, user_env = merge_env(site, spec.env, spec.profiles)
     workdir = spec.workdir or os.getcwd()
     python = spec.launcher_python or sys.executable
-    agent_inputs = {
-        "version": __version__,
-        "job_name": spec.name,
-        "site_file": str(job_dir / "site.yaml"),
-        "site_name": site.name,
-        "vendor": site.vendor,
-        "layout": spec.layout.as_dict(),
-        "nproc_per_node": nproc,
-        "allow_partial": spec.allow_partial,
-        "strategy": request.strategy,
-        "supernodes": request.supernodes,
-        "nodes": request.nodes,
-        "max_restarts": spec.max_restarts,
-        "site_restarts": dict(site.restarts),
-        "preflight": spec.preflight,
-        "fork_workers": spec.fork_workers,
-        "program_argv": program_argv(spec),
-        "python": python,
-        "workdir": workdir,
-        "request": request.as_dict(),
-    }
-    summary = (
-        f"{request.nodes} nodes, "
-        + (f"{request.supernodes} whole super node(s)" if request.supernodes else "partial")
-        + f" via '{request.strategy}'"
+    merged_env = {**site_env, **user_env}
+    inputs = JobInputs(
+        snrun_version=__version__,
+        job_name=spec.name,
+        site_file=str(job_dir / "site.yaml"),
+        site_name=site.name,
+        vendor=site.vendor,
+        layout=spec.layout.as_dict(),
+        nproc_per_node=nproc,
+        allow_partial=spec.allow_partial,
+        strategy=request.strategy,
+        supernodes=request.supernodes,
+        nodes=request.nodes,
+        max_restarts=spec.max_restarts,
+        site_restarts=dict(site.restarts),
+        preflight=spec.preflight,
+        fork_workers=spec.fork_workers,
+        hang_timeout=_seconds(merged_env, "SNRUN_HANG_TIMEOUT") or 0.0,
+        hang_startup=_seconds(merged_env, "SNRUN_HANG_STARTUP"),
+        program_argv=tuple(program_argv(spec)),
+        python=python,
+        workdir=workdir,
+        request=request.as_dict(),
     )
-    context = {
-        "version": __version__,
-        "site_name": site.name,
-        "job_name": spec.name,
-        "request_summary": summary,
-        "sbatch_args": request.sbatch_args(),
-        "job_dir": str(job_dir),
-        "site_file": str(job_dir / "site.yaml"),
-        "max_restarts": spec.max_restarts,
-        "site_env": list(site_env.items()),
-        "user_env": list(user_env.items()),
-        "workdir": workdir,
-        "python": python,
-        "program_argv": program_argv(spec),
-        "nodes": request.nodes,
-        "supernodes": request.supernodes,
-        "heterogeneous": request.heterogeneous,
-    }
+    context = template_context(inputs, job_dir, site_env, user_env)
     script = render_sbatch(context, spec.template, spec.blocks)
     plan = JobPlan(
         spec=spec,
@@ -140,15 +128,59 @@ def plan_job(
         request=request,
         job_dir=job_dir,
         script=script,
-        env={**site_env, **user_env},
-        agent_inputs=agent_inputs,
+        env=merged_env,
+        inputs=inputs,
     )
     # A layout the framework (or the node size) refuses is refused here, with its reason,
     # not by every agent after the job waited in the queue.
     from slurm_supernode.launch.inputs import rank_map_for_job
 
-    rank_map_for_job(agent_inputs, site, plan.example_hosts)
+    rank_map_for_job(inputs, site, plan.example_hosts)
     return plan
+
+
+def _seconds(env: dict[str, str], name: str) -> float | None:
+    """A duration given through the environment (site profile or --env), checked at submit."""
+    text = env.get(name, "").strip()
+    if not text:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:
+        raise InputError(f"{name}={text!r} is not a number of seconds >= 0", where=f"--env {name}")
+    return value
+
+
+def template_context(
+    inputs: JobInputs, job_dir: Path, site_env: dict[str, str], user_env: dict[str, str]
+) -> dict[str, Any]:
+    """What the sbatch template sees: derived from the job inputs (one source of truth)."""
+    req = inputs.request
+    summary = (
+        f"{inputs.nodes} nodes, "
+        + (f"{inputs.supernodes} whole super node(s)" if inputs.supernodes else "partial")
+        + f" via '{inputs.strategy}'"
+    )
+    return {
+        "version": inputs.snrun_version,
+        "site_name": inputs.site_name,
+        "job_name": inputs.job_name,
+        "request_summary": summary,
+        "sbatch_args": list(req["sbatch_args"]),
+        "job_dir": str(job_dir),
+        "site_file": inputs.site_file,
+        "max_restarts": inputs.max_restarts,
+        "site_env": list(site_env.items()),
+        "user_env": list(user_env.items()),
+        "workdir": inputs.workdir,
+        "python": inputs.python,
+        "program_argv": list(inputs.program_argv),
+        "nodes": inputs.nodes,
+        "supernodes": inputs.supernodes,
+        "heterogeneous": bool(req["heterogeneous"]),
+    }
 
 
 def write_job_dir(plan: JobPlan) -> None:
@@ -161,7 +193,7 @@ def write_job_dir(plan: JobPlan) -> None:
         raise InputError("the site has no source file to copy into the job directory")
     write_atomic(d / "job.sh", plan.script, mode=0o755)
     write_json_atomic(d / "request.json", plan.request.as_dict())
-    write_json_atomic(d / "plan.json", plan.agent_inputs)
+    write_atomic(d / INPUTS_FILE, plan.inputs.to_json())
     write_json_atomic(d / "env.json", plan.env)
 
 
@@ -174,9 +206,7 @@ def submit_job(plan: JobPlan, *, attempts: int = 3, backoff: float = 1.0) -> int
     last: SlurmError | None = None
     for i in range(attempts):
         try:
-            job_id = jobs.submit(
-                plan.script, plan.request.sbatch_args(), cwd=plan.agent_inputs["workdir"]
-            )
+            job_id = jobs.submit(plan.script, plan.request.sbatch_args(), cwd=plan.inputs.workdir)
             break
         except SlurmError as exc:
             # Retry only when the controller is busy/unreachable; refusals are final.

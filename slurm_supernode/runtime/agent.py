@@ -10,41 +10,24 @@ No torch import here: torchrun is a separate program.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
-import socket
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from slurm_supernode.errors import JobError, SnrunError
 from slurm_supernode.fsutil import write_json_atomic
-from slurm_supernode.hostlist import expand
-from slurm_supernode.launch.inputs import load_inputs, rank_map_for_job
+from slurm_supernode.jobenv import JobEnvironment
+from slurm_supernode.launch.inputs import JobInputs, load_inputs, rank_map_for_job
 from slurm_supernode.launch.request import whole_supernode_problems
 from slurm_supernode.placement.model import RankMap
 from slurm_supernode.site.model import Site
 
 # Variables worth keeping in the job directory to explain a run afterwards.
 _KEEP_PREFIXES = ("NCCL_", "HCCL_", "TORCH_", "SNRUN_", "MASTER_", "CUDA_", "ASCEND_", "RANK_")
-
-
-def allocation_hosts(environ: Mapping[str, str]) -> list[str]:
-    """Hostnames of the whole allocation, heterogeneous jobs included."""
-    if environ.get("SNRUN_NODELIST"):
-        return expand(environ["SNRUN_NODELIST"])
-    het = int(environ.get("SLURM_HET_SIZE", "0") or 0)
-    if het > 1:
-        hosts: list[str] = []
-        for i in range(het):
-            hosts += expand(environ[f"SLURM_JOB_NODELIST_HET_GROUP_{i}"])
-        return hosts
-    nodelist = environ.get("SLURM_JOB_NODELIST") or environ.get("SLURM_NODELIST")
-    if not nodelist:
-        raise JobError("no SLURM_JOB_NODELIST: the agent runs inside a Slurm job")
-    return expand(nodelist)
 
 
 def master_port(job_id: int, attempt: int) -> int:
@@ -66,7 +49,7 @@ class AgentLaunch:
 
 
 def plan_agent_launch(
-    inputs: Mapping[str, Any],
+    inputs: JobInputs,
     site: Site,
     rank_map: RankMap,
     hostname: str,
@@ -74,8 +57,10 @@ def plan_agent_launch(
     *,
     attempt: int,
     job_id: int,
+    master_port_override: int | None = None,
 ) -> AgentLaunch:
-    """torchrun command and environment for this node. Pure."""
+    """torchrun command and environment for this node. Pure. ``environ`` is passed through to
+    torchrun, not interpreted (JobEnvironment does that)."""
     try:
         node = rank_map.node(hostname)
     except KeyError:
@@ -89,7 +74,7 @@ def plan_agent_launch(
         # Device ids in the site are nvidia-smi's (PCI bus order), not CUDA's default order.
         env.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
         env["CUDA_VISIBLE_DEVICES"] = devices
-    port = int(environ.get("SNRUN_MASTER_PORT") or master_port(job_id, attempt))
+    port = master_port_override or master_port(job_id, attempt)
     master = rank_map.master.hostname
     env.update(
         {
@@ -101,15 +86,15 @@ def plan_agent_launch(
             "SNRUN_LAYOUT": json.dumps(rank_map.layout.as_dict(), sort_keys=True),
         }
     )
-    python = inputs.get("python") or sys.executable
-    program = list(inputs["program_argv"])
+    python = inputs.python or sys.executable
+    program = list(inputs.program_argv)
     fork: list[str] = []
-    if inputs.get("fork_workers"):
+    if inputs.fork_workers:
         # torchrun's --run-path runs the script by runpy in workers forked from torchrun itself
         # (torch already imported there); it wants an absolute path. Unbuffered output, as
         # torchrun's `python -u` would give spawned workers.
         fork = ["--run-path", "--start-method=fork"]
-        program[0] = os.path.join(inputs.get("workdir") or os.getcwd(), program[0])
+        program[0] = os.path.join(inputs.workdir or os.getcwd(), program[0])
         env.setdefault("PYTHONUNBUFFERED", "1")
         # torchrun asks torch.cuda.is_available(); by default that initialises CUDA in torchrun
         # and a forked worker then refuses CUDA ("Cannot re-initialize CUDA in forked
@@ -147,21 +132,29 @@ def run_agent(
     from slurm_supernode.site.loader import load_site
 
     environ = dict(os.environ if environ is None else environ)
+    job_env = JobEnvironment.from_environ(environ)
     inputs = load_inputs(job_dir)
     if program_argv:
-        inputs["program_argv"] = list(program_argv)
-    site = load_site(inputs["site_file"])
-    hosts = allocation_hosts(environ)
-    if not inputs.get("allow_partial"):
+        inputs = dataclasses.replace(inputs, program_argv=tuple(program_argv))
+    site = load_site(inputs.site_file)
+    hosts = job_env.hosts()
+    if not inputs.allow_partial:
         problems = whole_supernode_problems(site, hosts)
         if problems:
             raise JobError("allocation is not whole super nodes: " + "; ".join(problems))
     rank_map = rank_map_for_job(inputs, site, hosts)
-    hostname = environ.get("SLURMD_NODENAME") or socket.gethostname()
-    attempt = int(environ.get("SNRUN_ATTEMPT", "0") or 0)
-    job_id = int(environ.get("SLURM_JOB_ID", "0") or 0)
+    hostname = job_env.hostname()
+    attempt = job_env.attempt
+    job_id = job_env.job_id or 0
     launch = plan_agent_launch(
-        inputs, site, rank_map, hostname, environ, attempt=attempt, job_id=job_id
+        inputs,
+        site,
+        rank_map,
+        hostname,
+        environ,
+        attempt=attempt,
+        job_id=job_id,
+        master_port_override=job_env.master_port,
     )
     if site.vendor == "ascend":
         try:
@@ -188,7 +181,7 @@ def run_agent(
         job_dir / "env" / f"{hostname}.{attempt}.json",
         {"argv": launch.argv, "node_rank": launch.node_rank, "env": keep},
     )
-    os.chdir(inputs.get("workdir") or os.getcwd())
+    os.chdir(inputs.workdir or os.getcwd())
     code, stderr_tail = run_child(launch.argv, launch.env)
     from slurm_supernode.runtime import ledger
     from slurm_supernode.runtime.torchrun_report import parse_failures

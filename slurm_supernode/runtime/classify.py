@@ -1,24 +1,66 @@
-"""Failure classes and the decision what to do next. Pure functions over plain data."""
+"""Failure classes and the decision what to do next: pure functions over enums and plain data.
+
+``decide(result, history, budgets) -> Decision`` is the supervisor's whole policy; the
+supervisor only gathers the ``AttemptResult`` and carries the ``Decision`` out.
+"""
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-CAUSES = (
-    "success",
-    "app_error",
-    "node_failure",
-    "hang",
-    "preemption",
-    "time_limit",
-    "health",
-    "cancelled",
-)
-# Fastest first: restart in the allocation, requeue the same job (bad nodes excluded),
-# submit a fresh job with --exclude, or stop with a final state.
-# "slurm": the job was signalled (SIGTERM) by Slurm, which requeues or ends it; nothing to do.
-ACTIONS = ("none", "restart", "requeue", "resubmit", "stop", "slurm")
+
+class Cause(enum.Enum):
+    """Why an attempt ended (the ledger stores the value)."""
+
+    SUCCESS = "success"
+    APP_ERROR = "app_error"
+    NODE_FAILURE = "node_failure"
+    HANG = "hang"
+    PREEMPTION = "preemption"
+    TIME_LIMIT = "time_limit"
+    HEALTH = "health"
+    CANCELLED = "cancelled"
+
+
+class Action(enum.Enum):
+    """What the supervisor does next, fastest first (the ledger stores the value)."""
+
+    COMPLETE = "complete"  # every node exited 0: the chain is done
+    RESTART = "restart"  # a new srun step in the same allocation
+    REQUEUE = "requeue"  # the same job again, bad nodes excluded (resubmit if Slurm refuses)
+    RESUBMIT = "resubmit"  # a fresh job with --exclude, after this one
+    STOP = "stop"  # a final failed state
+    LEAVE_TO_SLURM = "slurm"  # Slurm signalled the job (SIGTERM): it requeues or ends it
+
+
+class StopSignal(enum.Enum):
+    """Signals Slurm sends the batch step that change what an attempt's end means."""
+
+    USR2 = "USR2"  # time limit approaching (sbatch --signal): checkpoint and requeue
+    TERM = "TERM"  # cancel, preemption, requeue or node failure
+
+
+class NodeHealth(enum.IntEnum):
+    """`snrun health --json` status of one node (Nagios codes on the wire)."""
+
+    OK = 0
+    WARNING = 1
+    CRITICAL = 2
+    UNKNOWN = 3
+
+
+class ExitCode(enum.IntEnum):
+    """The batch script's exit code (what Slurm records for the job)."""
+
+    OK = 0  # completed, or handed on to a requeued / resubmitted job
+    FAILED = 1  # final failure
+    SIGNALLED = 143  # 128 + SIGTERM: Slurm ends or requeues the job
+
+
+FAILURES = (Cause.APP_ERROR, Cause.HANG, Cause.NODE_FAILURE, Cause.HEALTH)  # --max-restarts
+Budgets = Mapping[Cause, int]
 
 
 @dataclass(frozen=True)
@@ -29,92 +71,102 @@ class AttemptResult:
     node_exits: Mapping[str, int]  # agents that reported, hostname -> exit code
     hosts: Sequence[str]  # the allocation
     bad_nodes: Sequence[str] = ()  # Slurm says down/drained/not responding
-    signal: str | None = None  # "USR2" (time limit warning), "TERM" (cancel/preempt)
+    signal: StopSignal | None = None
     hung: bool = False  # the supervisor stopped the step for lack of progress
     progress: str | None = None  # last progress marker the training script wrote
     health_failed: Sequence[str] = ()  # nodes whose pre-flight health check failed
 
 
 @dataclass(frozen=True)
+class PastAttempt:
+    """What ``decide`` needs of an earlier attempt of the chain."""
+
+    cause: Cause
+    progress: str | None = None
+    detail: str | None = None
+
+
+@dataclass(frozen=True)
 class Decision:
-    cause: str
-    action: str
+    cause: Cause
+    action: Action
     detail: str
     exclude: tuple[str, ...] = ()
 
 
-def classify(result: AttemptResult) -> tuple[str, tuple[str, ...], str]:
+def classify(result: AttemptResult) -> tuple[Cause, tuple[str, ...], str]:
     """(cause, nodes to blame, detail)."""
     if result.health_failed:
         bad = tuple(result.health_failed)
-        return "health", bad, f"health check failed on {','.join(bad)}"
-    if result.signal == "USR2":
-        return "time_limit", (), "time limit approaching (SIGUSR2): checkpoint and requeue"
-    if result.signal == "TERM":
+        return Cause.HEALTH, bad, f"health check failed on {','.join(bad)}"
+    if result.signal is StopSignal.USR2:
+        return Cause.TIME_LIMIT, (), "time limit approaching (SIGUSR2): checkpoint and requeue"
+    if result.signal is StopSignal.TERM:
         if result.bad_nodes:
             bad = tuple(result.bad_nodes)
-            return "node_failure", bad, f"node(s) lost: {','.join(bad)}; Slurm requeues the job"
-        return "preemption", (), "job signalled to stop (preempted, cancelled or requeued)"
+            return Cause.NODE_FAILURE, bad, f"node(s) lost: {','.join(bad)}; Slurm requeues the job"
+        return Cause.PREEMPTION, (), "job signalled to stop (preempted, cancelled or requeued)"
     all_zero = all(c == 0 for c in result.node_exits.values())
     if result.step_exit == 0 and all_zero and set(result.node_exits) >= set(result.hosts):
-        return "success", (), "all nodes exited 0"
+        return Cause.SUCCESS, (), "all nodes exited 0"
     missing = tuple(h for h in result.hosts if h not in result.node_exits)
     bad = tuple(dict.fromkeys([*result.bad_nodes, *missing]))
     if result.hung:
-        return "hang", (), "no progress within the hang timeout: step stopped"
+        return Cause.HANG, (), "no progress within the hang timeout: step stopped"
     if result.bad_nodes or (missing and result.node_exits):
-        return "node_failure", bad, f"node(s) lost: {','.join(bad)}"
+        return Cause.NODE_FAILURE, bad, f"node(s) lost: {','.join(bad)}"
     failed = {h: c for h, c in result.node_exits.items() if c != 0}
     if failed:
         codes = ",".join(f"{h}={c}" for h, c in sorted(failed.items()))
-        return "app_error", (), f"ranks exited non-zero ({codes})"
+        return Cause.APP_ERROR, (), f"ranks exited non-zero ({codes})"
     if missing:
-        return "node_failure", missing, f"no agent reported from {','.join(missing)}"
-    return "app_error", (), f"step exited {result.step_exit}"
+        return Cause.NODE_FAILURE, missing, f"no agent reported from {','.join(missing)}"
+    return Cause.APP_ERROR, (), f"step exited {result.step_exit}"
 
 
-def decide(
-    result: AttemptResult,
-    history: Sequence[tuple[str, str | None, str | None]],
-    budgets: Mapping[str, int],
-) -> Decision:
-    """Next action from this attempt and the chain's history of (cause, progress, detail).
+# What each failure class calls for when its budget allows.
+_ON_FAILURE = {
+    Cause.APP_ERROR: Action.RESTART,
+    Cause.HANG: Action.RESTART,
+    Cause.NODE_FAILURE: Action.REQUEUE,
+    Cause.HEALTH: Action.REQUEUE,
+    Cause.TIME_LIMIT: Action.REQUEUE,
+    Cause.PREEMPTION: Action.STOP,
+    Cause.CANCELLED: Action.STOP,
+}
+
+
+def decide(result: AttemptResult, history: Sequence[PastAttempt], budgets: Budgets) -> Decision:
+    """Next action from this attempt and the chain's earlier attempts.
 
     Each cause has its own budget. The same application failure twice in a row at the same
     point (same detail and progress marker) stops early: restarting would only repeat it.
     """
     cause, blame, detail = classify(result)
-    if cause == "success":
-        return Decision(cause, "none", detail)
-    if result.signal == "TERM":
-        return Decision(cause, "slurm", detail, exclude=blame)
-    used = sum(1 for c, _, _ in history if c == cause)
+    if cause is Cause.SUCCESS:
+        return Decision(cause, Action.COMPLETE, detail)
+    if result.signal is StopSignal.TERM:
+        return Decision(cause, Action.LEAVE_TO_SLURM, detail, exclude=blame)
+    used = sum(1 for past in history if past.cause is cause)
     budget = budgets.get(cause, 0)
     if used >= budget:
-        return Decision(cause, "stop", f"{detail}; {cause} budget of {budget} used up")
-    if cause == "app_error" and history:
-        last_cause, last_progress, last_detail = history[-1]
-        if last_cause == cause and last_progress == result.progress and last_detail == detail:
-            return Decision(cause, "stop", f"{detail}; same failure twice at the same point")
-    if cause in ("app_error", "hang"):
-        return Decision(cause, "restart", detail)
-    if cause in ("node_failure", "health"):
-        return Decision(cause, "requeue", detail, exclude=blame)
-    if cause == "time_limit":
-        return Decision(cause, "requeue", detail)
-    return Decision(cause, "stop", detail)
-
-
-FAILURES = ("app_error", "hang", "node_failure", "health")  # what --max-restarts sets
+        return Decision(cause, Action.STOP, f"{detail}; {cause.value} budget of {budget} used up")
+    if cause is Cause.APP_ERROR and history:
+        last = history[-1]
+        if last.cause is cause and last.progress == result.progress and last.detail == detail:
+            return Decision(cause, Action.STOP, f"{detail}; same failure twice at the same point")
+    action = _ON_FAILURE[cause]
+    exclude = blame if action is Action.REQUEUE else ()
+    return Decision(cause, action, detail, exclude=exclude)
 
 
 def default_budgets(
     max_restarts: int | None = None, site: Mapping[str, int] | None = None
-) -> dict[str, int]:
+) -> dict[Cause, int]:
     """Per-cause budgets: 3 for failures, 50 for time limits and preemptions; then the site's
-    `restarts:` defaults; then --max-restarts for every failure class."""
-    budgets = {cause: 3 for cause in FAILURES} | {"time_limit": 50, "preemption": 50}
-    budgets.update(site or {})
+    `restarts:` defaults (keyed by cause name); then --max-restarts for every failure class."""
+    budgets = {cause: 3 for cause in FAILURES} | {Cause.TIME_LIMIT: 50, Cause.PREEMPTION: 50}
+    budgets.update({Cause(name): n for name, n in (site or {}).items()})
     if max_restarts is not None:
         budgets.update({cause: max_restarts for cause in FAILURES})
     return budgets

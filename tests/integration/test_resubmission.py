@@ -90,7 +90,7 @@ def test_rank_exits_1_first_attempt_then_restart_in_allocation_succeeds(
     ends = attempts(job_dir)
     assert [(a["cause"], a["action"]) for a in ends] == [
         ("app_error", "restart"),
-        ("success", "none"),
+        ("success", "complete"),
     ]
     assert {a["job_id"] for a in ends} == {job_id}  # same allocation, no requeue
     # per-rank exit codes from torchrun's report: the injected rank 1 exited 1
@@ -112,7 +112,7 @@ def test_fork_workers_restart_in_allocation(slurm_cluster, tmp_path: Path) -> No
     assert final["state"] == "COMPLETED", final
     ends = attempts(job_dir)
     causes = [(a["cause"], a["action"]) for a in ends]
-    assert causes == [("app_error", "restart"), ("success", "none")]
+    assert causes == [("app_error", "restart"), ("success", "complete")]
     assert {a["job_id"] for a in ends} == {job_id}
     first = [r["exit_code"] for r in ledger(job_dir) if r["event"] == "node_exit"][:4]
     assert 1 in first and 0 not in first, first  # the failing rank's code came through
@@ -296,7 +296,10 @@ def test_hung_rank_is_stopped_and_restarted(slurm_cluster, tmp_path: Path) -> No
     )
     assert final["state"] == "COMPLETED", final
     ends = attempts(job_dir)
-    assert [(a["cause"], a["action"]) for a in ends] == [("hang", "restart"), ("success", "none")]
+    assert [(a["cause"], a["action"]) for a in ends] == [
+        ("hang", "restart"),
+        ("success", "complete"),
+    ]
 
 
 def test_cancel_ends_the_whole_chain(slurm_cluster, tmp_path: Path) -> None:

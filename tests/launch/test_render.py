@@ -198,7 +198,7 @@ def test_layout_options_reach_the_agent_and_are_checked_before_submission(tmp_pa
     import argparse
 
     from slurm_supernode.cli.submit import add_arguments, spec_from_args
-    from slurm_supernode.launch.inputs import rank_map_for_job
+    from slurm_supernode.launch.inputs import JobInputs, rank_map_for_job
     from slurm_supernode.placement.rankmap import build_rank_map, group_ranks
 
     parser = argparse.ArgumentParser()
@@ -209,7 +209,9 @@ def test_layout_options_reach_the_agent_and_are_checked_before_submission(tmp_pa
     p = plan_job(dataclasses.replace(spec, workdir=str(tmp_path)), site(), None,
                  jobs_root=tmp_path / "jobs", token="t1")  # fmt: skip
     assert p.agent_inputs["layout"]["etp"] == 1
-    in_job = rank_map_for_job(json.loads(json.dumps(p.agent_inputs)), site(), p.example_hosts)
+    in_job = rank_map_for_job(
+        JobInputs.from_dict(json.loads(p.inputs.to_json())), site(), p.example_hosts
+    )
     planned = build_rank_map(site(), p.example_hosts, spec.layout)
     for dim in ("tp", "dp", "ep", "etp", "edp"):
         assert group_ranks(in_job, dim) == group_ranks(planned, dim)

@@ -3,13 +3,20 @@ from __future__ import annotations
 import pytest
 
 from slurm_supernode.errors import JobError
+from slurm_supernode.jobenv import JobEnvironment
 from slurm_supernode.placement.model import Layout
 from slurm_supernode.placement.rankmap import build_rank_map
-from slurm_supernode.runtime.agent import allocation_hosts, master_port, plan_agent_launch
+from slurm_supernode.runtime.agent import master_port, plan_agent_launch
 from slurm_supernode.runtime.supervisor import srun_command
 from tests.placement.sites import ascend_site, make_site, reversed_names
+from tests.runtime.inputs import make_inputs
 
-INPUTS = {"program_argv": ["train.py", "--x", "a b"], "python": "/usr/bin/python3"}
+
+def allocation_hosts(environ: dict[str, str]) -> list[str]:
+    return JobEnvironment.from_environ(environ).hosts()
+
+
+INPUTS = make_inputs()
 
 
 def test_het_job_allocation_is_the_union_of_components() -> None:
@@ -54,7 +61,7 @@ def test_fork_workers_runs_the_script_by_path_in_forked_workers() -> None:
     site = make_site(1, 2, 8, 2)
     rm = build_rank_map(site, [n.hostname for n in site.nodes])
     host = site.nodes[0].hostname
-    forked = INPUTS | {"fork_workers": True, "workdir": "/home/u/proj"}
+    forked = make_inputs(fork_workers=True, workdir="/home/u/proj")
     launch = plan_agent_launch(forked, site, rm, host, {}, attempt=0, job_id=1)
     i = launch.argv.index("--run-path")
     assert launch.argv[i:] == [
@@ -62,7 +69,7 @@ def test_fork_workers_runs_the_script_by_path_in_forked_workers() -> None:
     ]  # fmt: skip
     assert launch.env["PYTHONUNBUFFERED"] == "1"
     assert launch.env["PYTORCH_NVML_BASED_CUDA_CHECK"] == "1"  # torchrun must not init CUDA
-    absolute = forked | {"program_argv": ["/opt/t.py"]}
+    absolute = make_inputs(fork_workers=True, workdir="/home/u/proj", program_argv=("/opt/t.py",))
     launch = plan_agent_launch(absolute, site, rm, host, {}, attempt=0, job_id=1)
     assert launch.argv[-1] == "/opt/t.py"
     plain = plan_agent_launch(INPUTS, site, rm, host, {}, attempt=0, job_id=1)

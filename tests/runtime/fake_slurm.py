@@ -1,0 +1,102 @@
+"""Fake `srun`, `scontrol` and `sbatch` for the supervisor's loop tests.
+
+Each call is logged (one JSON line per call in $FAKE_CALLS). What a step does is read from the
+scenario ($FAKE_SCENARIO, JSON): ``attempts[SNRUN_ATTEMPT]`` for the agent step, ``health``
+for the pre-flight step, ``bad_nodes`` for `scontrol show node`, ``requeue_fails`` and
+``sbatch_fails`` for the actions. An attempt is a dict:
+
+- ``exits`` {host: code}: node_exit ledger records the agents would write (missing host =
+  lost node); ``rc``: srun's exit code; ``heartbeat``: progress marker written first;
+- ``hang``: never ends by itself (until the supervisor's SIGTERM: exits 143);
+- ``signal_parent``: "TERM" or "USR2": sends it to the supervisor (as Slurm would to the batch
+  step), then waits for the supervisor to forward it; TERM ends the step with 143, USR2 lets it
+  finish with ``exits``/``rc``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+
+def _log(argv: list[str], stdin: str | None = None) -> None:
+    with open(os.environ["FAKE_CALLS"], "a") as fh:
+        fh.write(json.dumps({"argv": argv, "stdin": stdin}) + "\n")
+
+
+def _scenario() -> dict:
+    return json.loads(Path(os.environ["FAKE_SCENARIO"]).read_text())
+
+
+def srun(args: list[str]) -> int:
+    sc = _scenario()
+    if "health" in args:  # pre-flight: one JSON per task under --output
+        pattern = next(a.split("=", 1)[1] for a in args if a.startswith("--output="))
+        for i, (host, status) in enumerate(sc.get("health", {}).items()):
+            Path(pattern.replace("%t", str(i))).write_text(
+                json.dumps({"node": host, "status": status})
+            )
+        return 0
+    attempt = int(os.environ["SNRUN_ATTEMPT"])
+    step = sc["attempts"][attempt]
+    got: list[str] = []
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    signal.signal(signal.SIGUSR2, lambda *_: got.append("USR2"))
+    if step.get("heartbeat"):
+        Path(os.environ["SNRUN_HEARTBEAT_FILE"]).write_text(step["heartbeat"] + "\n")
+    if step.get("signal_parent"):
+        os.kill(os.getppid(), getattr(signal, "SIG" + step["signal_parent"]))
+        deadline = time.monotonic() + 10
+        while not got and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if not got:
+            return 99  # the supervisor did not forward the signal
+    if step.get("hang"):
+        while True:
+            time.sleep(0.05)
+    from slurm_supernode.runtime import ledger
+
+    job_dir = Path(args[args.index("--job-dir") + 1])
+    for host, code in step.get("exits", {}).items():
+        ledger.append(job_dir, "node_exit", attempt=attempt, node=host, exit_code=code)
+    return int(step.get("rc", 0))
+
+
+def scontrol(args: list[str]) -> int:
+    sc = _scenario()
+    if args[:2] == ["show", "node"]:
+        from slurm_supernode.hostlist import expand
+
+        for name in expand(args[3]) if len(args) > 3 else []:
+            state = "DOWN+NOT_RESPONDING" if name in sc.get("bad_nodes", []) else "ALLOCATED"
+            print(f"NodeName={name} State={state} CPUTot=1")
+        return 0
+    if args[0] == "requeue":
+        if sc.get("requeue_fails"):
+            print("scontrol: error: Requeue of job is not allowed for this job", file=sys.stderr)
+            return 1
+        return 0
+    return 0
+
+
+def sbatch(args: list[str]) -> int:
+    if _scenario().get("sbatch_fails"):
+        print("sbatch: error: Batch job submission failed: Invalid account", file=sys.stderr)
+        return 1
+    print("1001")
+    return 0
+
+
+def main() -> int:
+    name, args = sys.argv[1], sys.argv[2:]
+    stdin = sys.stdin.read() if name == "sbatch" else None
+    _log([name, *args], stdin)
+    return {"srun": srun, "scontrol": scontrol, "sbatch": sbatch}[name](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

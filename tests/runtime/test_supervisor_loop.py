@@ -1,0 +1,222 @@
+"""The supervisor's whole loop, in-process, against fake srun/scontrol/sbatch (fake_slurm.py):
+every action (complete, restart, requeue, resubmit fallback, stop, leave to Slurm), hangs,
+budgets, cancel, SIGTERM and SIGUSR2 - in seconds, without a cluster. The same paths on the
+real cluster: tests/integration/test_resubmission.py."""
+
+from __future__ import annotations
+
+import json
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+
+from slurm_supernode.jobenv import JobEnvironment
+from slurm_supernode.runtime import ledger
+from slurm_supernode.runtime.classify import ExitCode
+from slurm_supernode.runtime.supervisor import Supervisor, SupervisorConfig
+from tests.runtime.inputs import make_inputs
+
+ROOT = Path(__file__).resolve().parents[2]
+FAKE = Path(__file__).with_name("fake_slurm.py")
+HOSTS = "n[0-1]"
+
+
+class Harness:
+    def __init__(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.tmp = tmp_path
+        self.bin = tmp_path / "bin"
+        self.bin.mkdir()
+        for name in ("srun", "scontrol", "sbatch"):
+            path = self.bin / name
+            path.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE}" {name} "$@"\n')
+            path.chmod(path.stat().st_mode | stat.S_IEXEC)
+        self.calls = tmp_path / "calls.jsonl"
+        self.scenario = tmp_path / "scenario.json"
+        self.job_dir = tmp_path / "jobs" / "job-1"
+        (self.job_dir / "logs").mkdir(parents=True)
+        (self.job_dir / "job.sh").write_text("#!/bin/bash\ntrue\n")
+        self.env = {
+            "PATH": f"{self.bin}:/usr/bin:/bin",
+            "PYTHONPATH": str(ROOT),
+            "FAKE_CALLS": str(self.calls),
+            "FAKE_SCENARIO": str(self.scenario),
+            "SLURM_JOB_ID": "500",
+            "SLURM_JOB_NODELIST": HOSTS,
+        }
+        for key, value in self.env.items():
+            monkeypatch.setenv(key, value)
+        monkeypatch.delenv("SLURM_CONF", raising=False)
+        self.released: list[tuple] = []
+
+    def run(self, scenario: dict, *, env: dict[str, str] | None = None, **inputs) -> ExitCode:
+        self.scenario.write_text(json.dumps(scenario))
+        environ = self.env | (env or {})
+        config = SupervisorConfig.from_job(
+            self.job_dir,
+            make_inputs(**inputs),
+            JobEnvironment.from_environ(environ),
+            environ,
+        )
+        config = type(config)(**{**config.__dict__, "poll": 0.05, "backoff": 0.0})
+
+        def releaser(job_id, exclude, log, prefer):
+            self.released.append((job_id, exclude))
+
+        return Supervisor(config, releaser=releaser).run()
+
+    def commands(self, name: str) -> list[list[str]]:
+        if not self.calls.exists():
+            return []
+        rows = [json.loads(line) for line in self.calls.read_text().splitlines()]
+        return [r["argv"][1:] for r in rows if r["argv"][0] == name]
+
+    def agent_steps(self) -> int:
+        return sum(1 for a in self.commands("srun") if "agent" in a)
+
+    def ends(self) -> list[tuple[str, str]]:
+        recs = ledger.read(self.job_dir)
+        return [(r["cause"], r["action"]) for r in recs if r["event"] == "attempt_end"]
+
+    def final(self) -> dict | None:
+        return ledger.fold(ledger.read(self.job_dir)).final
+
+    def events(self) -> list[str]:
+        return [r["event"] for r in ledger.read(self.job_dir)]
+
+
+@pytest.fixture
+def h(tmp_path, monkeypatch) -> Harness:
+    return Harness(tmp_path, monkeypatch)
+
+
+OK = {"exits": {"n0": 0, "n1": 0}, "rc": 0}
+
+
+def test_success_completes_the_chain(h):
+    assert h.run({"attempts": [OK]}) is ExitCode.OK
+    assert h.ends() == [("success", "complete")]
+    assert h.final()["state"] == "COMPLETED"
+    (step,) = h.commands("srun")
+    assert "--nodes=2" in step and step[step.index("--job-dir") + 1] == str(h.job_dir)
+
+
+def test_app_error_restarts_in_the_allocation(h):
+    failed = {"exits": {"n0": 1, "n1": 0}, "rc": 1, "heartbeat": "step 1"}
+    assert h.run({"attempts": [failed, OK]}) is ExitCode.OK
+    assert h.ends() == [("app_error", "restart"), ("success", "complete")]
+    assert h.agent_steps() == 2 and h.commands("scontrol")[0][:2] == ["show", "node"]
+
+
+def test_same_failure_twice_at_the_same_point_stops(h):
+    failed = {"exits": {"n0": 1, "n1": 0}, "rc": 1, "heartbeat": "step 1"}
+    assert h.run({"attempts": [failed, failed, OK]}) is ExitCode.FAILED
+    assert h.ends() == [("app_error", "restart"), ("app_error", "stop")]
+    assert h.final()["state"] == "FAILED" and "same failure twice" in h.final()["reason"]
+
+
+def test_budget_used_up_stops(h):
+    attempts = [{"exits": {"n0": 1, "n1": 0}, "rc": 1, "heartbeat": f"step {i}"} for i in range(3)]
+    assert h.run({"attempts": attempts}, max_restarts=1) is ExitCode.FAILED
+    assert h.ends() == [("app_error", "restart"), ("app_error", "stop")]
+    assert "budget of 1 used up" in h.final()["reason"]
+
+
+def test_lost_node_requeues_with_it_excluded(h):
+    lost = {"exits": {"n0": 0}, "rc": 1}
+    assert h.run({"attempts": [lost], "bad_nodes": ["n1"]}) is ExitCode.OK
+    assert h.ends() == [("node_failure", "requeue")]
+    assert h.released == [(500, ("n1",))]
+    assert ["requeue", "500"] in h.commands("scontrol")
+    assert h.events()[-1] == "requeued" and h.final() is None
+    assert h.commands("sbatch") == []
+
+
+def test_refused_requeue_falls_back_to_a_fresh_job(h):
+    lost = {"exits": {"n0": 0}, "rc": 1}
+    code = h.run({"attempts": [lost], "bad_nodes": ["n1"], "requeue_fails": True})
+    assert code is ExitCode.OK
+    (args,) = h.commands("sbatch")
+    assert args[:3] == ["--parsable", "--dependency=afterany:500", "--exclude=n1"]
+    assert args[3:] == ["--nodes=2"]  # the job's own sbatch options, from the job inputs
+    rec = list(ledger.read(h.job_dir))[-1]
+    assert (rec["event"], rec["new_job_id"]) == ("resubmitted", 1001)
+
+
+def test_requeue_and_resubmit_both_refused_is_final(h):
+    lost = {"exits": {"n0": 0}, "rc": 1}
+    scenario = {"attempts": [lost], "bad_nodes": ["n1"], "requeue_fails": True}
+    assert h.run(scenario | {"sbatch_fails": True}) is ExitCode.FAILED
+    assert h.final()["state"] == "FAILED"
+    assert "requeue failed" in h.final()["reason"] and "resubmit failed" in h.final()["reason"]
+
+
+# The hung attempt reports progress once, then none; the next one finishes ("done ..." ends
+# hang detection). Startup grace is long so a slow machine never looks hung before starting.
+HUNG = {"hang": True, "heartbeat": "step 1"}
+DONE = OK | {"heartbeat": "done"}
+
+
+def test_hang_is_stopped_and_restarted(h):
+    env = {"SNRUN_HANG_TIMEOUT": "0.3", "SNRUN_HANG_STARTUP": "30"}
+    assert h.run({"attempts": [HUNG, DONE]}, env=env) is ExitCode.OK
+    assert h.ends() == [("hang", "restart"), ("success", "complete")]
+
+
+def test_hang_timeout_from_the_job_inputs(h):
+    code = h.run({"attempts": [HUNG, DONE]}, hang_timeout=0.3, hang_startup=30.0)
+    assert code is ExitCode.OK and h.ends()[0] == ("hang", "restart")
+
+
+def test_no_first_heartbeat_within_the_startup_grace_is_a_hang(h):
+    code = h.run({"attempts": [{"hang": True}, DONE]}, hang_timeout=30.0, hang_startup=2.0)
+    assert code is ExitCode.OK and h.ends()[0] == ("hang", "restart")
+
+
+def test_cancelled_chain_runs_nothing(h):
+    ledger.append(h.job_dir, "final", state="CANCELLED", reason="snrun cancel")
+    assert h.run({"attempts": [OK]}) is ExitCode.OK
+    assert h.commands("srun") == [] and h.ends() == []
+
+
+def test_sigterm_is_forwarded_and_left_to_slurm(h):
+    term = {"signal_parent": "TERM", "exits": {"n0": 0, "n1": 0}}
+    assert h.run({"attempts": [term]}) is ExitCode.SIGNALLED
+    assert h.ends() == [("preemption", "slurm")]
+    assert h.final() is None  # Slurm requeues or ends the job; the chain is not over
+
+
+def test_usr2_is_forwarded_then_the_job_requeues_itself(h):
+    usr2 = {"signal_parent": "USR2", "exits": {"n0": 0, "n1": 0}, "rc": 0}
+    assert h.run({"attempts": [usr2]}) is ExitCode.OK
+    assert h.ends() == [("time_limit", "requeue")]
+    assert ["requeue", "500"] in h.commands("scontrol") and h.released == [(500, ())]
+
+
+def test_preflight_failure_requeues_without_the_node_and_runs_no_agents(h):
+    scenario = {"attempts": [OK], "health": {"n0": 0, "n1": 2}}
+    assert h.run(scenario, preflight=True) is ExitCode.OK
+    assert h.ends() == [("health", "requeue")]
+    assert h.released == [(500, ("n1",))] and h.agent_steps() == 0
+
+
+def test_preflight_silent_node_counts_as_failed(h):
+    scenario = {"attempts": [OK], "health": {"n0": 1}}  # n1 wrote nothing; n0 only warns
+    assert h.run(scenario, preflight=True) is ExitCode.OK
+    assert h.released == [(500, ("n1",))]
+
+
+def test_requeue_by_slurm_closes_the_orphan_attempt_and_goes_on(h):
+    ledger.append(h.job_dir, "attempt_start", attempt=0, job_id=500, nodes=HOSTS)
+    code = h.run({"attempts": [OK, OK]}, env={"SLURM_RESTART_COUNT": "1"})
+    assert code is ExitCode.OK
+    assert h.ends() == [("node_failure", "requeue"), ("success", "complete")]
+
+
+def test_signal_handlers_are_restored(h):
+    import signal
+
+    before = signal.getsignal(signal.SIGTERM)
+    h.run({"attempts": [OK]})
+    assert signal.getsignal(signal.SIGTERM) is before
