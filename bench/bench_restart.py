@@ -1,7 +1,7 @@
 """Issue 6 benchmark on the local cluster: from a crash to the next attempt running.
 
   in-allocation restart     a rank exits 1; the supervisor restarts the step (target <= 10 s),
-                            with torchrun's spawned workers and with --fork-workers
+                            with --no-fork-workers (spawned workers) and by default (forked)
   requeue, node excluded    a rank exits 1 while a node of the job is drained; the job requeues
                             itself without that node and a detached releaser starts it at once
                             (target <= 30 s)
@@ -16,11 +16,12 @@ which, so processes of a namespaced cluster are signalled inside (`minicluster e
 
 "Running" = the training script's first heartbeat of the next attempt. Needs `make cluster-up`.
 
-    python3 bench/bench_restart.py
+    python3 bench/bench_restart.py [--only in-allocation,requeue,lost-node,plain]
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
@@ -224,7 +225,17 @@ def plain_requeue(tmp: Path) -> float:
     return float((tmp / "rerun").read_text()) - float((tmp / "crash").read_text())
 
 
+SCENARIOS = ("in-allocation", "requeue", "lost-node", "plain")
+
+
 def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument(
+        "--only", default=",".join(SCENARIOS), help=f"comma-separated subset of {SCENARIOS}"
+    )
+    only = set(ap.parse_args().only.split(","))
+    if not only <= set(SCENARIOS):
+        raise SystemExit(f"bench_restart: --only takes {', '.join(SCENARIOS)}")
     if subprocess.run(["scontrol", "ping"], env=ENV, capture_output=True).returncode:
         raise SystemExit("bench_restart: no local cluster (make cluster-up)")
     conf = Path(ENV["SLURM_CONF"]).read_text()
@@ -233,27 +244,33 @@ def main() -> None:
     print(f"# bench_restart on {platform.node()}: {os.cpu_count()} CPUs; {version}; {cred.strip()}")
     with tempfile.TemporaryDirectory() as t:
         tmp = Path(t)
-        for label, options in (("", ()), (" --fork-workers", ("--fork-workers",))):
+        runs = ((" --no-fork-workers", ("--no-fork-workers",)), (" (default: fork workers)", ()))
+        for label, options in runs:
+            if "in-allocation" not in only:
+                break
             a_srun, a_run = in_allocation(tmp / "jobs", *options)
             print(
                 f"in-allocation restart{label}: crash -> srun {a_srun:5.1f} s, -> running"
                 f" {a_run:5.1f} s  (target <= 10 s) {'OK' if a_run <= 10 else 'MISSED'}"
             )
-        b_srun, b_run, moved = requeue_excluding(tmp / "jobs")
-        print(
-            f"requeue, node excluded: crash -> srun {b_srun:5.1f} s, -> running {b_run:5.1f} s"
-            f"  (target <= 30 s) {'OK' if b_run <= 30 else 'MISSED'}  [{moved}]"
-        )
-        d_srun, d_run, moved = lost_node(tmp / "jobs")
-        print(
-            f"lost node             : loss -> srun {d_srun:5.1f} s, -> running {d_run:5.1f} s"
-            f"  (SlurmdTimeout 20 s) [{moved}]"
-        )
-        c = plain_requeue(tmp)
-        print(
-            f"plain --requeue       : crash -> batch script rerun {c:5.1f} s (Slurm waits "
-            "cred_expire; 120 s with Slurm's default)"
-        )
+        if "requeue" in only:
+            b_srun, b_run, moved = requeue_excluding(tmp / "jobs")
+            print(
+                f"requeue, node excluded: crash -> srun {b_srun:5.1f} s, -> running {b_run:5.1f} s"
+                f"  (target <= 30 s) {'OK' if b_run <= 30 else 'MISSED'}  [{moved}]"
+            )
+        if "lost-node" in only:
+            d_srun, d_run, moved = lost_node(tmp / "jobs")
+            print(
+                f"lost node             : loss -> srun {d_srun:5.1f} s, -> running {d_run:5.1f} s"
+                f"  (SlurmdTimeout 20 s) [{moved}]"
+            )
+        if "plain" in only:
+            c = plain_requeue(tmp)
+            print(
+                f"plain --requeue       : crash -> batch script rerun {c:5.1f} s (Slurm waits "
+                "cred_expire; 120 s with Slurm's default)"
+            )
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 # The cluster benchmarks run on each Slurm of BENCH_SLURM (default "host 24.11": 22.05 with
 # topology/tree and 24.11 with topology/block, side by side; "26.05" works too). A cluster that
 # is not up is booted and stays up afterwards (`make cluster-down SLURM=...` stops it).
+# BENCH_RESTART_ONLY=requeue,lost-node (say) runs only those scenarios of bench_restart.py.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MC=contrib/minicluster/minicluster
@@ -20,6 +21,6 @@ for v in ${BENCH_SLURM:-host 24.11}; do
   echo; echo "== Slurm $(sinfo --version) ($topo): submit-to-RUNNING"
   python3 bench/bench_launch.py --submit-only --runs 6
   echo; echo "== Slurm $(sinfo --version) ($topo): restart, requeue, lost node"
-  python3 bench/bench_restart.py
+  python3 bench/bench_restart.py ${BENCH_RESTART_ONLY:+--only "$BENCH_RESTART_ONLY"}
 done
 echo; echo "(GPU figures: bench/results/h200x2.md, bench/results/agent-h200x2.md)"

@@ -158,3 +158,71 @@ def test_facts_round_trip_through_json(site):
     again = DoctorFacts.from_dict(json.loads(json.dumps(f.to_dict())))
     assert again == f
     assert evaluate(site, again).to_dict() == evaluate(site, f).to_dict()
+
+
+H200_SITE = """name: h200x2
+vendor: nvidia
+supernodes:
+  - {name: sn0, nodes: "vm"}
+node_defaults: {devices: 2, device_groups: [[ORDER]]}
+links:
+  node: {bandwidth_GBps: 450, latency_us: 2, kind: nvlink4-nv18}
+  supernode: {bandwidth_GBps: 450, latency_us: 2}
+  inter: {bandwidth_GBps: 50, latency_us: 5}
+"""
+
+
+@pytest.mark.parametrize("run,order", [("natural", "0, 1"), ("reversed", "1, 0")])
+def test_real_h200_facts_judged_again(tmp_path, run, order):
+    """The facts measured on 2 x H200 (bench/results/doctor-h200x2) give the same verdicts."""
+    import json
+
+    path = tmp_path / "h200.yaml"
+    path.write_text(H200_SITE.replace("ORDER", order))
+    site = load_site(str(path))
+    raw = ROOT / "bench" / "results" / "doctor-h200x2" / f"{run}-facts.json"
+    report = evaluate(site, DoctorFacts.from_dict(json.loads(raw.read_text())))
+    assert report.status == OK
+    (bw,) = _find(report, "bandwidth")
+    assert bw.check == "node" and "= 0.74 of the spec" in bw.measured
+    (pci,) = _find(report, "topology", "pci-map")
+    first = "GPU 0 0000:00:06.0" if run == "natural" else "GPU 1 0000:00:07.0"
+    assert pci.measured.startswith(f"rank 0 -> {first}")
+    assert "all zero" in _find(report, "topology", "nvlink-fabric")[0].measured
+    # the same facts against a site whose order the job did not follow: the mapping fails
+    path.write_text(H200_SITE.replace("ORDER", "1, 0" if run == "natural" else "0, 1"))
+    wrong = evaluate(load_site(str(path)), DoctorFacts.from_dict(json.loads(raw.read_text())))
+    assert len(_find(wrong, "topology", "pci-map", CRITICAL)) == 2
+
+
+def test_ascend_device_ips_read_on_the_node_against_the_site():
+    from slurm_supernode.doctor.model import NodeFacts, RankFacts
+    from slurm_supernode.doctor.probe import read_device_ips
+
+    site = load_site(str(ROOT / "site-configs" / "ascend-superpod.yaml"))
+    hosts = ["a3-001", "a3-002", "a3-003"]
+    good = site.node("a3-001").device_ips
+    wrong = list(site.node("a3-002").device_ips)
+    wrong[3] = "10.9.9.9"
+    nodes = (
+        NodeFacts("a3-001", "pod0", device_ips=good),
+        NodeFacts("a3-002", "pod0", device_ips=tuple(wrong)),
+        NodeFacts("a3-003", "pod0", device_ip_note="hccn_tool not found and no /etc/hccn.conf"),
+    )
+    ranks = tuple(RankFacts(i, 0, h, "pod0", "", None) for i, h in enumerate(hosts))
+    f = DoctorFacts(
+        site=site.name, job_id="1", backend="hccl", nproc_per_node=1, ranks=ranks, nodes=nodes
+    )
+    report = evaluate(site, f)
+    by_host = {x.where: x for x in _find(report, "topology", "hccl-device-ips")}
+    assert by_host["a3-001"].status == OK
+    bad = by_host["a3-002"]
+    assert bad.status == CRITICAL and bad.measured == (
+        f"device 3: hardware 10.9.9.9, site {site.node('a3-002').device_ips[3]}"
+    )
+    assert (
+        by_host["a3-003"].status == UNKNOWN and "hccn_tool not found" in by_host["a3-003"].measured
+    )
+    # the hook reads through runtime.ascend: on this machine no tool and no hccn.conf
+    ips, note = read_device_ips(site, "a3-001")
+    assert ips is None and "hccn_tool not found" in note
