@@ -94,9 +94,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     j.add_argument(
         "--fork-workers",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
+        default=None,
         help="torchrun forks the workers from its own process, which has imported torch "
-        "already: every start and restart saves one torch import per node (scripts only)",
+        "already: every start and restart saves one torch import per node. Default: on for "
+        "scripts on NVIDIA/CPU sites, off for -m modules and Ascend sites; "
+        "--no-fork-workers spawns a fresh interpreter per worker",
     )
     j.add_argument("--jobs-dir", help="where job directories go (default: the site's)")
     j.add_argument("--dry-run", action="store_true", help="print script and plan; submit nothing")
@@ -172,7 +175,11 @@ def spec_from_args(ns: argparse.Namespace) -> JobSpec:
         name, sep, path = item.partition("=")
         if not sep:
             raise InputError(f"bad value {item!r}", where="--template-block", hint="use NAME=PATH")
+        _check_input_file(path, "--template-block", must_be_path=True)
         blocks.append((name, path))
+    if ns.template:
+        # a bare name (sbatch.sh.j2) may be a bundled template: only paths must exist
+        _check_input_file(ns.template, "--template", must_be_path="/" in ns.template)
     return JobSpec(
         program=program,
         program_args=tuple(args),
@@ -204,6 +211,22 @@ def spec_from_args(ns: argparse.Namespace) -> JobSpec:
         fork_workers=ns.fork_workers,
         workdir=ns.workdir,
     )
+
+
+def _check_input_file(path: str, option: str, *, must_be_path: bool) -> None:
+    """A file the user named must be a readable regular file (a FIFO would block the reader).
+
+    A plain name that is no file is left to the template lookup (``must_be_path`` False).
+    """
+    from pathlib import Path
+
+    from slurm_supernode.errors import InputError
+    from slurm_supernode.site.loader import path_problem, shown_path
+
+    why = path_problem(Path(path).expanduser())
+    if why is None or (why == "no such file" and not must_be_path):
+        return
+    raise InputError(f"{shown_path(path)}: {why}", where=option, hint="give a readable .j2 file")
 
 
 def run(ns: argparse.Namespace) -> int:

@@ -67,6 +67,7 @@ def node_facts(
     if site.imex_channels:
         health.append(checks.check_imex(imex_channels()))
     smi, smi_error = probe.read_smi() if site.vendor == "nvidia" else ((), "")
+    ips, ip_note = probe.read_device_ips(site, host) if site.vendor == "ascend" else (None, "")
     return NodeFacts(
         host=host,
         supernode=supernode,
@@ -77,7 +78,8 @@ def node_facts(
         torch=torch.__version__,
         cuda=torch.version.cuda or "",
         cuda_devices=cuda_devices,
-        device_ips=probe.read_device_ips(site, host) if site.vendor == "ascend" else None,
+        device_ips=ips,
+        device_ip_note=ip_note,
         storage=tuple(probe.storage_test(p, storage_mb) for p in opts.storage_paths),
     )
 

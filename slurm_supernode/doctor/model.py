@@ -115,6 +115,7 @@ class NodeFacts:
     cuda: str = ""  # torch's CUDA runtime
     cuda_devices: int = 0  # what torch sees on this node (inside CUDA_VISIBLE_DEVICES)
     device_ips: tuple[str, ...] | None = None  # Ascend: read from the hardware (None: not read)
+    device_ip_note: str = ""  # why (some) device IPs could not be read
     storage: tuple[StorageFacts, ...] = ()
 
 

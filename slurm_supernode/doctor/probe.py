@@ -204,7 +204,15 @@ def device_facts(local_index: int, *, matmul: int = 8192, iters: int = 10) -> De
         return DeviceFacts(index=local_index, error=f"{type(exc).__name__}: {exc}"[:300])
 
 
-def read_device_ips(site, host: str) -> tuple[str, ...] | None:
-    """Hook for Ascend: the HCCL device IPs read from the NPUs (``hccn_tool``), None while no
-    reader exists here (the hardware reads come with issue 19's Ascend probe)."""
-    return None
+def read_device_ips(site, host: str) -> tuple[tuple[str, ...] | None, str]:
+    """Ascend: the HCCL device IPs of the node's devices as its tools report them
+    (``runtime.ascend.read_node_facts``: ``hccn_tool -i N -ip -g``, else /etc/hccn.conf), in
+    device id order ("" where a device gave none); (None, why) when none could be read."""
+    from slurm_supernode.runtime.ascend import read_node_facts
+
+    count = site.node(host).devices if site.has_node(host) else 0
+    facts = read_node_facts(host, range(count))
+    ips = tuple(facts.device(d).device_ip or "" for d in range(count))
+    if not any(ips):
+        return None, facts.ip_note or "no device IP read"
+    return ips, facts.ip_note or ""

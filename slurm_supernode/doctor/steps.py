@@ -665,44 +665,66 @@ def _imex_findings(site: Site, facts: DoctorFacts) -> list[Finding]:
 
 
 def _device_ip_findings(site: Site, facts: DoctorFacts) -> list[Finding]:
-    """HCCL device IPs read on the node vs the site's ``device_ips`` (the reader is the hook
-    ``probe.read_device_ips``)."""
+    """HCCL device IPs the node's tools report (``runtime.ascend.read_node_facts``) vs the
+    site's ``device_ips``: HCCL routes by these, a wrong one misroutes silently."""
     out = []
     for n in facts.nodes:
         want = site.node(n.host).device_ips if site.has_node(n.host) else ()
+        expected = (
+            "the site's device_ips: " + ", ".join(want[:4]) + ("..." if len(want) > 4 else "")
+        )
         if n.device_ips is None:
             out.append(
                 Finding(
                     "topology",
                     "hccl-device-ips",
                     UNKNOWN,
-                    "device IPs not read from the hardware (no reader on this node)",
-                    expected=", ".join(want[:4]) + ("..." if len(want) > 4 else ""),
+                    f"device IPs not read from the hardware: {n.device_ip_note or '-'}",
+                    expected=expected,
                     where=n.host,
-                    next="hccn_tool -i N -ip -g on the node",
+                    next="hccn_tool -i N -ip -g on the node (or /etc/hccn.conf)",
                 )
             )
-        elif tuple(n.device_ips) != tuple(want):
-            diff = [
-                f"dev {i}: {a} (site {b})"
-                for i, (a, b) in enumerate(zip(n.device_ips, want, strict=False))
-                if a != b
-            ]
+            continue
+        diff = [
+            f"device {d}: hardware {hw}, site {w}"
+            for d, (hw, w) in enumerate(zip(n.device_ips, want, strict=False))
+            if hw and hw != w
+        ]
+        unread = [str(d) for d, hw in enumerate(n.device_ips) if not hw]
+        if diff:
             out.append(
                 Finding(
                     "topology",
                     "hccl-device-ips",
                     CRITICAL,
-                    "; ".join(diff[:4]) or f"{len(n.device_ips)} IPs read, site lists {len(want)}",
-                    expected="the site's device_ips",
+                    "; ".join(diff[:4]),
+                    expected=expected,
                     where=n.host,
-                    next="fix the site's device_ips or the NPU network config",
+                    next="fix the site's device_ips (snrun site validate) or the "
+                    "NPU's address (hccn_tool -i N -ip -s)",
+                )
+            )
+        elif unread:
+            out.append(
+                Finding(
+                    "topology",
+                    "hccl-device-ips",
+                    UNKNOWN,
+                    f"no IP read for device(s) {','.join(unread)}: {n.device_ip_note or '-'}",
+                    expected=expected,
+                    where=n.host,
+                    next="hccn_tool -i N -ip -g on the node",
                 )
             )
         else:
             out.append(
                 Finding(
-                    "topology", "hccl-device-ips", OK, "device IPs as in the site", where=n.host
+                    "topology",
+                    "hccl-device-ips",
+                    OK,
+                    f"{len(n.device_ips)} device IPs as in the site",
+                    where=n.host,
                 )
             )
     return out

@@ -74,8 +74,24 @@ def render_plan(
         from slurm_supernode.placement.rankmap import dim_strides
 
         strides = dim_strides(lay)
-        rows = [[d, grid_of(d), lay.size(d), strides[d], spans.get(d, "")] for d in GROUP_DIMS]
-        out += ["Groups", *_table(rows, ["DIM", "GRID", "SIZE", "STRIDE", "SPAN"])]
+        rows = []
+        for d in GROUP_DIMS:
+            sp = rm.spans.get(d, {})
+            floor = rm.crossing_floor.get(d)
+            rows.append(
+                [
+                    d,
+                    grid_of(d),
+                    lay.size(d),
+                    strides[d],
+                    sp.get("supernode", 0) + sp.get("inter", 0),
+                    sp.get("inter", 0),
+                    "-" if floor is None or not rm.crossing_floor else floor,
+                    spans.get(d, ""),
+                ]
+            )
+        header = ["DIM", "GRID", "SIZE", "STRIDE", "X-NODE", "X-SN", "X-SN-FLOOR", "SPAN"]
+        out += ["Groups", *_table(rows, header)]
         out.append("")
     checks = [c for c in rm.checks if not c.name.startswith("span-")]
     if checks:

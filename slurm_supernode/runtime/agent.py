@@ -211,12 +211,34 @@ def ascend_rank_table(
 ) -> dict[str, str]:
     """Merge the job's rank table from every node's hardware values (``runtime.ranktable``);
     node rank 0 prints the notes (value sources, version, logical pod ids), one line each."""
-    from slurm_supernode.runtime.ranktable import prepare_rank_table, rank_table_env
-
-    path, notes = prepare_rank_table(
-        job_dir, site, rank_map, hostname, job_id=job_id, attempt=attempt, environ=environ
+    from slurm_supernode.runtime.ranktable import (
+        MODE_ENV,
+        prepare_rank_table,
+        rank_table_env,
+        rank_table_mode,
     )
-    if rank_map.node(hostname).node_rank == 0:
+
+    mode = rank_table_mode(environ)
+    first = rank_map.node(hostname).node_rank == 0
+    if mode == "off":
+        if first:
+            print(
+                f"snrun: note: no HCCL rank table ({MODE_ENV}=off): torch_npu negotiates itself",
+                file=sys.stderr,
+                flush=True,
+            )
+        return {}
+    path, notes = prepare_rank_table(
+        job_dir,
+        site,
+        rank_map,
+        hostname,
+        job_id=job_id,
+        attempt=attempt,
+        environ=environ,
+        version=None if mode == "auto" else mode,
+    )
+    if first:
         for note in notes:
             print(f"snrun: note: {note}", file=sys.stderr, flush=True)
     return rank_table_env(path)

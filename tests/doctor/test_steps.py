@@ -193,3 +193,36 @@ def test_real_h200_facts_judged_again(tmp_path, run, order):
     path.write_text(H200_SITE.replace("ORDER", "1, 0" if run == "natural" else "0, 1"))
     wrong = evaluate(load_site(str(path)), DoctorFacts.from_dict(json.loads(raw.read_text())))
     assert len(_find(wrong, "topology", "pci-map", CRITICAL)) == 2
+
+
+def test_ascend_device_ips_read_on_the_node_against_the_site():
+    from slurm_supernode.doctor.model import NodeFacts, RankFacts
+    from slurm_supernode.doctor.probe import read_device_ips
+
+    site = load_site(str(ROOT / "site-configs" / "ascend-superpod.yaml"))
+    hosts = ["a3-001", "a3-002", "a3-003"]
+    good = site.node("a3-001").device_ips
+    wrong = list(site.node("a3-002").device_ips)
+    wrong[3] = "10.9.9.9"
+    nodes = (
+        NodeFacts("a3-001", "pod0", device_ips=good),
+        NodeFacts("a3-002", "pod0", device_ips=tuple(wrong)),
+        NodeFacts("a3-003", "pod0", device_ip_note="hccn_tool not found and no /etc/hccn.conf"),
+    )
+    ranks = tuple(RankFacts(i, 0, h, "pod0", "", None) for i, h in enumerate(hosts))
+    f = DoctorFacts(
+        site=site.name, job_id="1", backend="hccl", nproc_per_node=1, ranks=ranks, nodes=nodes
+    )
+    report = evaluate(site, f)
+    by_host = {x.where: x for x in _find(report, "topology", "hccl-device-ips")}
+    assert by_host["a3-001"].status == OK
+    bad = by_host["a3-002"]
+    assert bad.status == CRITICAL and bad.measured == (
+        f"device 3: hardware 10.9.9.9, site {site.node('a3-002').device_ips[3]}"
+    )
+    assert (
+        by_host["a3-003"].status == UNKNOWN and "hccn_tool not found" in by_host["a3-003"].measured
+    )
+    # the hook reads through runtime.ascend: on this machine no tool and no hccn.conf
+    ips, note = read_device_ips(site, "a3-001")
+    assert ips is None and "hccn_tool not found" in note
