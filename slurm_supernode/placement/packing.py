@@ -141,15 +141,21 @@ def pack(lines: Sequence[Line], nproc: int, capacities: Sequence[int]) -> list[i
 
     def place(level: int, units: list[list[int]]) -> None:
         left: list[list[int]] = []
+
         # largest units first (rank order among equals); for each size, super nodes with the
         # least room that still holds one first (best fit), as many units as fit in each
+        def room_key(k: int) -> tuple[int, int]:
+            return (room[k], k)
+
         by_size: dict[int, list[list[int]]] = {}
         for unit in sorted(units, key=lambda u: u[0]):
             by_size.setdefault(len(unit), []).append(unit)
         for size in sorted(by_size, reverse=True):
             todo = by_size[size]
             i = 0
-            for k in sorted(range(len(room)), key=lambda k: (room[k], k)):
+            # single slots: site order, so nothing moves where no group gains from it
+            order = range(len(room)) if size == 1 else sorted(range(len(room)), key=room_key)
+            for k in order:
                 while i < len(todo) and room[k] >= size:
                     for x in todo[i]:
                         out[x] = k
