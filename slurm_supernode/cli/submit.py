@@ -94,9 +94,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     j.add_argument(
         "--fork-workers",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
+        default=None,
         help="torchrun forks the workers from its own process, which has imported torch "
-        "already: every start and restart saves one torch import per node (scripts only)",
+        "already: every start and restart saves one torch import per node. Default: on for "
+        "scripts on NVIDIA/CPU sites, off for -m modules and Ascend sites; "
+        "--no-fork-workers spawns a fresh interpreter per worker",
     )
     j.add_argument("--jobs-dir", help="where job directories go (default: the site's)")
     j.add_argument("--dry-run", action="store_true", help="print script and plan; submit nothing")

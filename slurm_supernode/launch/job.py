@@ -75,7 +75,8 @@ def plan_job(
     """Decide the request, the job directory and the script text. Pure."""
     if not spec.module and not spec.program:
         raise InputError("no training script given", where="SCRIPT", hint="snrun train.py ...")
-    if spec.fork_workers and spec.module:
+    fork_workers = fork_default(spec, site) if spec.fork_workers is None else spec.fork_workers
+    if fork_workers and spec.module:
         raise InputError(
             "--fork-workers runs a script file, not a module",
             where="--fork-workers",
@@ -112,7 +113,7 @@ def plan_job(
         max_restarts=spec.max_restarts,
         site_restarts=dict(site.restarts),
         preflight=spec.preflight,
-        fork_workers=spec.fork_workers,
+        fork_workers=fork_workers,
         hang_timeout=_seconds(merged_env, "SNRUN_HANG_TIMEOUT") or 0.0,
         hang_startup=_seconds(merged_env, "SNRUN_HANG_STARTUP"),
         program_argv=tuple(program_argv(spec)),
@@ -137,6 +138,12 @@ def plan_job(
 
     rank_map_for_job(inputs, site, plan.example_hosts)
     return plan
+
+
+def fork_default(spec: JobSpec, site: Site) -> bool:
+    """Fork the workers from torchrun unless it is known not to work: a ``-m`` module (torchrun
+    runs a file by path) and Ascend sites (torch_npu in forked workers is not verified)."""
+    return not spec.module and site.vendor != "ascend"
 
 
 def _seconds(env: dict[str, str], name: str) -> float | None:

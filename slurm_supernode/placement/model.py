@@ -133,6 +133,9 @@ class RankMap:
     cost: dict | None = None  # filled by the planner when asked
     # per group dimension: how many groups stay in a node / super node / cross ("inter")
     spans: dict[str, dict[str, int]] = field(default_factory=dict, compare=False)
+    # per group dimension: the fewest groups any contiguous layout has crossing super nodes
+    # (capacity floor, packing.lower_bounds; None: no claim); empty for the baseline map
+    crossing_floor: dict[str, int | None] = field(default_factory=dict, compare=False)
     _by_host: dict[str, NodePlacement] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
