@@ -56,6 +56,8 @@ def test_table_output(site, capsys):
     lines = [line.split() for line in out.splitlines() if line.startswith(("0 ", "4 "))]
     assert lines[0][:3] == ["0", "h0", "sn00"] and lines[1][:3] == ["4", "h1", "sn01"]
     assert "ok    tp-in-node" in out
+    rows = {line.split()[0]: line.split() for line in out.splitlines() if line.startswith("dp ")}
+    assert rows["dp"][1:4] == ["dense", "4", "0,8,16,24"]  # rank 0's DP group, 8 ranks apart
 
 
 def test_large_maps_are_summarised(monkeypatch, capsys):
