@@ -209,3 +209,55 @@ def test_logs_cli(tmp_path: Path) -> None:
     followed = logs("--follow", "--rank", "0", "--stream", "stderr")
     assert followed.returncode == 0
     assert followed.stdout.splitlines() == ["== attempt 1 ==", "[rank 0 err] err 0"]
+
+
+def test_hang_rule_heartbeat_first_then_startup_then_silence() -> None:
+    from slurm_supernode.forensics.hang import hang_timeout, is_hung
+
+    inf = float("inf")
+    # a heartbeat of this attempt is the precise signal, whatever the logs do
+    assert is_hung(100, 0, 10, inf, heartbeat=85, activity=99)
+    assert not is_hung(100, 0, 10, inf, heartbeat=95, activity=0)
+    # before one: silence of output and CPU for the timeout
+    assert is_hung(100, 0, 10, inf, heartbeat=None, activity=85)
+    assert not is_hung(100, 0, 10, inf, heartbeat=-5, activity=95)  # an old heartbeat
+    assert not is_hung(8, 0, 10, inf, heartbeat=None, activity=0)  # counted from the start
+    # a startup grace that is set: no first heartbeat within it
+    assert is_hung(31, 0, 600, 30, heartbeat=None, activity=31)
+    assert not is_hung(29, 0, 0.3, 30, heartbeat=None, activity=0)
+    assert not is_hung(1e9, 0, 0, inf, heartbeat=None, activity=0)  # 0: off
+    assert hang_timeout(None, 0.0) == 1800.0 and hang_timeout(0.0, 60.0) == 0.0
+    assert hang_timeout(None, 60.0) == 60.0 and hang_timeout(15.0, 60.0) == 15.0
+
+
+def test_activity_is_the_newest_log_or_cpu_mark(tmp_path: Path) -> None:
+    from slurm_supernode.forensics.hang import last_activity, start_cpu_watch
+
+    fake_attempt(tmp_path, 2, {"n0": 0})
+    out = next((tmp_path / "logs" / "attempt2").rglob("stdout.log"))
+    os.utime(out, (500, 500))
+    for p in (tmp_path / "logs" / "attempt2").rglob("*.log"):
+        if p != out:
+            os.utime(p, (100, 100))
+    assert last_activity(tmp_path, 2, since=50) == 500
+    stacks = tmp_path / "logs" / "attempt2" / "stacks"
+    stacks.mkdir()
+    (stacks / "rank0.txt").write_text("x")  # our own dumps are no progress of the job
+    assert last_activity(tmp_path, 2, since=50) == 500
+    # the CPU mark: touched while the watched processes burn CPU, not while they sleep
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    idle = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        marks = {}
+        for name, proc in (("busy", busy), ("idle", idle)):
+            mark = tmp_path / name / "cpu"
+            stop = start_cpu_watch(lambda p=proc: [p.pid], mark)
+            time.sleep(0.1)
+            marks[name] = (mark, stop)
+        time.sleep(6)
+        assert marks["busy"][0].exists() and not marks["idle"][0].exists()
+    finally:
+        for _, stop in marks.values():
+            stop.set()
+        busy.kill()
+        idle.kill()
