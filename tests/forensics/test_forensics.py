@@ -144,25 +144,30 @@ def test_forensics_env_nccl_names_follow_torch_and_user_wins() -> None:
     assert ascend == {"PYTHONPATH": f"{ERROR_HOOK_DIR}:/a"}
 
 
-def test_rank_processes_found_by_their_environment() -> None:
-    env = dict(os.environ, SLURM_JOB_ID="987654", SLURMD_NODENAME="nX", RANK="3", LOCAL_RANK="1")
-    env["TORCHELASTIC_RESTART_COUNT"] = "0"
-    code = (
+def test_rank_processes_are_the_children_of_the_jobs_torchrun() -> None:
+    """A stand-in torchrun (its argv names torch.distributed.run) with two workers that carry
+    no RANK (forked workers): ranks from --node-rank and the order; a worker's own child
+    (a data loader) is not a rank."""
+    env = dict(os.environ, SLURM_JOB_ID="987654", SLURMD_NODENAME="nX")
+    worker = (
         "import subprocess, sys, time; "
-        "c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)']); "
+        "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)']); time.sleep(30)"
+    )
+    launcher = (
+        "import subprocess, sys, time; "
+        f"ws = [subprocess.Popen([sys.executable, '-c', {worker!r}]) for _ in range(2)]; "
         "time.sleep(30)"
     )
-    proc = subprocess.Popen([sys.executable, "-c", code], env=env)
+    argv = [sys.executable, "-c", launcher, "torch.distributed.run", "--node-rank=1"]
+    proc = subprocess.Popen([*argv, "--nproc-per-node=2"], env=env)
     try:
-        time.sleep(1.0)
+        time.sleep(1.5)
         found = rank_processes("987654", "nX")
-        assert [(p.pid, p.rank, p.local_rank) for p in found] == [(proc.pid, 3, 1)]  # not its child
+        assert [(p.rank, p.local_rank) for p in found] == [(2, 0), (3, 1)]
+        assert all(p.pid != proc.pid for p in found)
         assert rank_processes("987654", "nY") == [] and rank_processes("987653", None) == []
     finally:
-        for child in subprocess.run(
-            ["pgrep", "-P", str(proc.pid)], capture_output=True, text=True
-        ).stdout.split():
-            os.kill(int(child), 9)
+        subprocess.run(["pkill", "-KILL", "-P", str(proc.pid)], check=False)
         proc.kill()
 
 
