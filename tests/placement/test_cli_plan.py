@@ -225,9 +225,14 @@ def test_framework_options_reach_the_plan(site, capsys):
     assert (doc["layout"]["etp"], doc["layout"]["dp"], doc["layout"]["edp"]) == (1, 8, 4)
     assert doc["layout"]["order"] == "tp-cp-ep-pp-dp"
     assert doc["groups"]["ep"]["stride"] == 1  # etp=1: EP neighbours are adjacent ranks
-    assert main([*argv, "--framework", "torchtitan"]) == 0
+    assert main([*argv, "--framework", "torchtitan"]) == 0  # torchtitan's default etp is 1
     doc = json.loads(capsys.readouterr().out)
-    assert doc["layout"]["framework"] == "torchtitan" and doc["groups"]["ep"]["stride"] == 2
+    assert doc["layout"]["framework"] == "torchtitan" and doc["layout"]["etp"] == 1
+    assert doc["groups"]["ep"]["stride"] == 1
+    assert main([*argv, "--framework", "torchtitan", "--etp", "2"]) == 0
+    assert json.loads(capsys.readouterr().out)["groups"]["ep"]["stride"] == 2
+    assert main([*argv[:-3], "--json", "--framework", "torchtitan", "--etp", "1"]) == 0
+    assert json.loads(capsys.readouterr().out)["layout"]["etp"] == 2  # no EP: etp has no effect
 
 
 @pytest.mark.parametrize(
