@@ -20,6 +20,7 @@ demo: install  ## boot the local cluster and run a real 2-super-node job through
 lint:
 	ruff check slurm_supernode tests bench contrib
 	ruff format --check slurm_supernode tests bench contrib
+	lint-imports  # layer contracts: .importlinter
 
 format:
 	ruff format slurm_supernode tests bench contrib

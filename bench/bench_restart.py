@@ -1,7 +1,7 @@
 """Issue 6 benchmark on the local cluster: from a crash to the next attempt running.
 
   in-allocation restart     a rank exits 1; the supervisor restarts the step (target <= 10 s),
-                            with torchrun's spawned workers and with --fork-workers
+                            with --no-fork-workers (spawned workers) and by default (forked)
   requeue, node excluded    a rank exits 1 while a node of the job is drained; the job requeues
                             itself without that node and a detached releaser starts it at once
                             (target <= 30 s)
@@ -180,7 +180,7 @@ def lost_node(jobs: Path) -> tuple[float, float, str]:
         subprocess.run(["kill", "-STOP", *map(str, frozen)], check=False)
 
     try:
-        running = watch(d, on_step=lose, timeout=400)
+        running = watch(d, on_step=lose, timeout=900)
         wait_final(d)
     finally:
         if lost:
@@ -244,7 +244,8 @@ def main() -> None:
     print(f"# bench_restart on {platform.node()}: {os.cpu_count()} CPUs; {version}; {cred.strip()}")
     with tempfile.TemporaryDirectory() as t:
         tmp = Path(t)
-        for label, options in (("", ()), (" --fork-workers", ("--fork-workers",))):
+        runs = ((" --no-fork-workers", ("--no-fork-workers",)), (" (default: fork workers)", ()))
+        for label, options in runs:
             if "in-allocation" not in only:
                 break
             a_srun, a_run = in_allocation(tmp / "jobs", *options)

@@ -104,21 +104,15 @@ local function plural(n, word)
    return n .. " " .. word .. "s"
 end
 
--- The fewest nodes on whole super nodes that hold n nodes: {class, k} (ties: fewer super
--- nodes). multi=false: one super node only. nil when nothing fits.
+-- Whole super nodes that hold n nodes: {class, k}. The rule is snrun's (site/rounding.py),
+-- evaluated by the exporter into ROUND_ANY / ROUND_ONE: looked up here, never recomputed.
+-- multi=false: one super node only. nil when nothing fits.
 local function round_up(part, n, multi)
-   local best = nil
-   for _, class in ipairs(part.classes) do
-      local k = math.ceil(n / class.size)
-      if k <= class.count and (multi or k == 1) then
-         local total = k * class.size
-         if best == nil or total < best.k * best.class.size
-            or (total == best.k * best.class.size and k < best.k) then
-            best = { class = class, k = k }
-         end
-      end
+   local entry = (multi and ROUND_ANY or ROUND_ONE)[n]
+   if not entry then
+      return nil
    end
-   return best
+   return { class = part.classes[entry[1]], k = entry[2] }
 end
 
 local function capacity(part)

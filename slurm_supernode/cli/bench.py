@@ -193,6 +193,8 @@ def _report(args: argparse.Namespace) -> int:
     for option in ("html", "prom", "json"):
         if getattr(args, option):
             check_output_path(getattr(args, option), f"--{option}")
+    if args.db and os.path.isdir(args.db):
+        raise InputError(f"{args.db} is a directory", where="--db", hint="give the database file")
     site, bench, site_db = report_site(args.site)
     db = args.db or os.environ.get("SNRUN_BENCH_DB") or site_db or default_db()
     return main_report(args, db=db, site=site, bench=bench)

@@ -33,7 +33,7 @@ _JOB_OPTIONS = (
     ("db", "--db"),
     ("time", "--time"),
     ("partition", "--partition"),
-    ("profile", "--profile"),
+    ("profile", "--env-profile"),
     ("jobs_dir", "--jobs-dir"),
 )
 _DEFAULTS = {"collectives": "all", "scopes": "all", "dtype": "float32", "iters": 20,
@@ -56,7 +56,17 @@ def add_job_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", metavar="PATH", help="results database (default: the site's)")
     p.add_argument("-t", "--time", help="time limit of the bench job")
     p.add_argument("-p", "--partition")
-    p.add_argument("--profile", action="append", default=[], help="extra site env profile")
+    p.add_argument(
+        "--env-profile",
+        dest="profile",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="extra env profile of the site (repeatable)",
+    )
+    # The old name (sbatch's --profile is acct_gather profiling) still works here: schedules
+    # installed before the rename replay it from the registry and from scrontab lines.
+    p.add_argument("--profile", dest="profile", action="append", help=argparse.SUPPRESS)
     p.add_argument("--jobs-dir", help="where job directories go (default: the site's)")
 
 

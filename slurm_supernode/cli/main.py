@@ -8,6 +8,7 @@ login-node path stays light (no torch, no rich unless needed).
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import os
 import sys
@@ -23,11 +24,26 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "site": ("site", "validate, show and export site configs"),
     "status": ("status", "show the attempts of a job chain"),
     "cancel": ("cancel", "cancel a whole job chain"),
+    "logs": ("logs", "per-rank logs of a job's attempts"),
+    "attach": ("attach", "a shell, a command or a live stack dump on a node of a running job"),
     "bench": ("bench", "collective bandwidth benchmarks: run, submit, schedule, report"),
     "health": ("health", "node health checks; drain and resume nodes"),
     "doctor": ("doctor", "six-step checklist of a slow super node (device .. storage)"),
     "agent": ("agent", "(in a job) per-node agent: rank map, env, exec torchrun"),
     "supervise": ("supervise", "(in a job) batch-step supervisor around the agents"),
+    "stacks": ("stacks", "(in a job) py-spy stack dumps of the ranks on this node"),
+}
+
+
+# OSError numbers that mean the user named a path that cannot be used (exit 2, bad input).
+_BAD_PATH_ERRNOS = {
+    errno.ENOENT,
+    errno.ENOTDIR,
+    errno.EISDIR,
+    errno.ENAMETOOLONG,
+    errno.ELOOP,
+    errno.EEXIST,
+    errno.EACCES,
 }
 
 
@@ -117,6 +133,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             prog = getattr(exc, "prog", None) or prog
             print(f"{prog}: error: {line}" if i == 0 else line, file=sys.stderr)
         return exc.exit_code
+    except OSError as exc:  # a path the checks above did not foresee: still one line
+        if debug:
+            raise
+        what = f"{exc.filename}: " if exc.filename else ""
+        print(
+            f"{prog}: error: {what}{exc.strerror or exc} (hint: check the path and its"
+            " permissions)",
+            file=sys.stderr,
+        )
+        return 2 if exc.errno in _BAD_PATH_ERRNOS else 1
     except KeyboardInterrupt:
         print("snrun: interrupted", file=sys.stderr)
         return 130

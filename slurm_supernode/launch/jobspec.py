@@ -43,9 +43,12 @@ class JobSpec:
     blocks: tuple[tuple[str, str], ...] = ()  # (block name, template path) overrides
     max_restarts: int | None = None  # None: the site's `restarts:`, else 3 per failure class
     preflight: bool = False  # `snrun health` on every node before each attempt
-    fork_workers: bool = False  # torchrun --run-path --start-method=fork (one torch import)
+    # torchrun --run-path --start-method=fork (one torch import per node); None: the default,
+    # on for scripts on NVIDIA/CPU sites, off for -m modules and Ascend sites (see fork_default)
+    fork_workers: bool | None = None
     workdir: str | None = None
     launcher_python: str | None = None  # python3 that runs the agent inside the job
+    snapshot: bool = True  # run a copy of the code taken at submission (--no-snapshot: live)
     # Exact hosts of the whole super nodes to run on (bench over named super nodes): a single
     # allocation names them with --nodelist instead of --segment/--switches (Slurm 24.11
     # refuses --segment with a nodelist that spans blocks, and the list is exact anyway).

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from slurm_supernode.errors import InputError
 from slurm_supernode.launch.jobspec import JobSpec, check_time
 from slurm_supernode.site.model import STRATEGIES, Site, SuperNode
+from slurm_supernode.site.rounding import round_up, size_classes
 
 
 @dataclass(frozen=True)
@@ -171,14 +172,14 @@ def _size_class(pool: list[SuperNode], want: int, what: str, part: str | None) -
 
 
 def _round_up(pool: list[SuperNode], nodes: int, part: str | None) -> tuple[_Choice, int]:
-    """Size class and count of whole super nodes that hold ``nodes`` nodes."""
-    sizes = sorted({sn.job_size for sn in pool}, reverse=True)
-    for size in sizes:
-        k = math.ceil(nodes / size)
-        members = [sn for sn in pool if sn.job_size == size]
-        if len(members) >= k:
-            return _Choice(size=size, pool=members), k
+    """Size class and count of whole super nodes that hold ``nodes`` nodes: the one rule of
+    ``site.rounding`` (the job_submit.lua plugin applies the same table)."""
+    rounded = round_up(size_classes(sn.job_size for sn in pool), nodes, multi=True)
+    if rounded is not None:
+        members = [sn for sn in pool if sn.job_size == rounded.size]
+        return _Choice(size=rounded.size, pool=members), rounded.k
     # Nothing fits: let _size_class produce the error with the numbers of the largest class.
+    sizes = sorted({sn.job_size for sn in pool}, reverse=True)
     size = sizes[0] if sizes else 1
     _size_class(pool, math.ceil(nodes / size), f"-N {nodes}", part)
     raise AssertionError("unreachable")

@@ -164,6 +164,7 @@ def plan_rank_table(
     notes: list[str] = []
     mismatches: list[str] = []
     missing_ip: list[str] = []
+    from_site: dict[str, str] = {}  # host -> why the hardware gave no IP
     by_node: dict[int, list] = {}
     for r in rm.ranks:
         by_node.setdefault(r.node_rank, []).append(r)
@@ -187,6 +188,8 @@ def plan_rank_table(
                     f" ({hw.ip_source or 'hardware'})"
                 )
             ips[d] = hw.device_ip or site_ip
+            if facts and not hw.device_ip and site_ip:
+                from_site.setdefault(node.hostname, (nf.ip_note if nf else None) or "not read")
             if ips[d] is None and any(r.device == d for r in ranks):
                 why = (nf.ip_note if nf else None) or "no hardware values read"
                 missing_ip.append(f"{node.hostname} device {d} ({why})")
@@ -246,9 +249,9 @@ def plan_rank_table(
                 notes.append(_one_line("rank table v1.0 (no SuperPoD SDIDs)", no_sdid))
     elif version == "1.2" and no_sdid:
         raise PlacementError(
-            _one_line("rank table v1.2 needs the SDID npu-smi reports for every device", no_sdid),
-            where="--rank-table-version",
-            hint="snrun writes v1.2 at job start from each node's npu-smi; use version 1.0 here",
+            _one_line("needs the SDID npu-smi reports for every device", no_sdid),
+            where="rank table v1.2",
+            hint="SDIDs exist only on the nodes: jobs read them at start (snrun plan writes v1.0)",
         )
 
     servers: list[_Server] = []
@@ -299,6 +302,13 @@ def plan_rank_table(
             _one_line("site and hardware disagree", mismatches),
             where=f"site {site.name}",
             hint="fix the site config, or remove the site value to use the hardware's",
+        )
+    if from_site:
+        notes.append(
+            _one_line(
+                "device IPs from the site config, not the hardware, on",
+                [f"{h} ({why})" for h, why in from_site.items()],
+            )
         )
     pods_in_job = {s.pod for s in servers}
     need_ip = len(servers) > 1 and (version == "1.0" or len(pods_in_job) > 1)

@@ -101,6 +101,79 @@ def order_nodes(site: Site, names: list[str], physical: bool) -> list[Node]:
     return [site.node(h) for h in names]
 
 
+# Which groups the packing keeps inside super nodes first: by the bytes they move (TP and
+# expert TP, then EP and CP, then DP and expert DP, then PP). docs/planner.md.
+PACK_PRIORITY = ("tp", "etp", "ep", "cp", "dp", "edp", "pp")
+
+
+def pack_lines(layout: Layout) -> list:
+    """The layout's group dimensions as packing lines, in PACK_PRIORITY order."""
+    from slurm_supernode.placement.packing import Line
+
+    strides = grids.all_strides(layout)
+    return [Line(d, layout.size(d), strides[d]) for d in PACK_PRIORITY]
+
+
+def supernode_capacities(nodes: list[Node]) -> tuple[list[str], list[int]]:
+    """Super nodes in the order their nodes come (physical order) and their node counts."""
+    names: list[str] = []
+    counts: dict[str, int] = {}
+    for n in nodes:
+        if n.supernode not in counts:
+            names.append(n.supernode)
+            counts[n.supernode] = 0
+        counts[n.supernode] += 1
+    return names, [counts[sn] for sn in names]
+
+
+def pack_nodes(nodes: list[Node], layout: Layout, nproc: int) -> list[Node]:
+    """Nodes in node-rank order: physical order, re-dealt so groups stay in super nodes.
+
+    ``nodes`` in physical order. The packing (placement/packing.py) says which super node
+    each node rank goes to; each super node's nodes take its node ranks in physical order.
+    """
+    from slurm_supernode.placement.packing import pack
+
+    names, caps = supernode_capacities(nodes)
+    if len(names) < 2:
+        return nodes
+    slot_sn = pack(pack_lines(layout), nproc, caps)
+    queues: dict[str, list[Node]] = {sn: [] for sn in names}
+    for n in nodes:
+        queues[n.supernode].append(n)
+    taken = {sn: 0 for sn in names}
+    out = []
+    for k in slot_sn:
+        sn = names[k]
+        out.append(queues[sn][taken[sn]])
+        taken[sn] += 1
+    return out
+
+
+def choose_devices(spec, nproc: int, block: int) -> tuple[int, ...]:
+    """The ``nproc`` devices a node's ranks use, in local-rank order.
+
+    All devices: island by island. Fewer: the smallest island that holds them all (a whole
+    island fits), else whole blocks of ``block`` adjacent ranks (TP) from the largest islands
+    first, then what is left in island order. Why: taking devices 0..n-1 splits TP groups
+    across islands of uneven size even where one island would hold them.
+    """
+    order = spec.device_order
+    if nproc >= len(order):
+        return tuple(order[:nproc])
+    islands = spec.device_groups
+    fit = [g for g in islands if len(g) >= nproc]
+    if fit:
+        return tuple(min(fit, key=len)[:nproc])
+    chosen: list[int] = []
+    block = max(1, min(block, nproc))
+    for g in sorted(islands, key=len, reverse=True):
+        want = min(len(g), nproc - len(chosen)) // block * block
+        chosen += g[:want]
+    chosen += [d for d in order if d not in chosen][: nproc - len(chosen)]
+    return tuple(chosen)
+
+
 def resolve_nproc(nodes: list[Node], nproc_per_node: int | None) -> int:
     counts = sorted({n.devices for n in nodes})
     if nproc_per_node is None:
@@ -142,11 +215,25 @@ def build_rank_map(
     layout = checks.resolve_layout(layout or Layout(), world, nproc)
 
     placements = []
+    if physical:
+        nodes = pack_nodes(nodes, layout, nproc)
+    block = layout.tp if layout.tp <= nproc else nproc
     for i, node in enumerate(nodes):
-        order = node.spec.device_order if physical else tuple(range(node.devices))
-        placements.append(NodePlacement(node.hostname, i, node.supernode, order[:nproc]))
+        if physical:
+            devs = choose_devices(node.spec, nproc, block)
+        else:
+            devs = tuple(range(node.devices))[:nproc]
+        placements.append(NodePlacement(node.hostname, i, node.supernode, devs))
 
-    ranks = _place_ranks(placements, layout, nproc)
+    import gc
+
+    was_enabled = gc.isenabled()
+    gc.disable()  # 100k ranks of acyclic small objects: collection passes only cost time
+    try:
+        ranks = _place_ranks(placements, layout, nproc)
+    finally:
+        if was_enabled:
+            gc.enable()
     rm = RankMap(layout=layout, nproc_per_node=nproc, nodes=tuple(placements), ranks=ranks)
     spans = checks.all_spans(rm)
     found = checks.run_checks(rm, site, spans)
@@ -158,7 +245,15 @@ def build_rank_map(
         ranks=ranks,
         checks=found,
         spans={d: dict(spans[d]) for d in GROUP_DIMS},
+        crossing_floor=_crossing_floor(nodes, layout, nproc) if physical else {},
     )
+
+
+def _crossing_floor(nodes: list[Node], layout: Layout, nproc: int) -> dict[str, int | None]:
+    from slurm_supernode.placement.packing import lower_bounds
+
+    _, caps = supernode_capacities(nodes)
+    return lower_bounds(pack_lines(layout), nproc, caps)
 
 
 def _place_ranks(
@@ -230,6 +325,16 @@ def rank_map_to_json(rm: RankMap, *, ranks: bool = True) -> dict:
     return out
 
 
+def _crossings(rm: RankMap, dim: str) -> dict[str, int | None]:
+    """Groups crossing a node / a super-node boundary, and the capacity floor for super nodes."""
+    spans = rm.spans.get(dim, {})
+    return {
+        "node": spans.get("supernode", 0) + spans.get("inter", 0),
+        "supernode": spans.get("inter", 0),
+        "supernode_floor": rm.crossing_floor.get(dim),
+    }
+
+
 def _groups_json(rm: RankMap) -> dict:
     """Per group dimension: its grid, size, stride and where its groups run (node/sn/inter).
 
@@ -246,5 +351,6 @@ def _groups_json(rm: RankMap) -> dict:
             "stride": strides[d],
             "count": rm.world_size // size,
             "spans": rm.spans.get(d, {}),
+            "crossings": _crossings(rm, d),
         }
     return out

@@ -21,7 +21,14 @@ from slurm_supernode.placement.cost import (
     step_cost,
 )
 from slurm_supernode.placement.model import DEFAULT_FRAMEWORK, DEFAULT_ORDER, Layout
-from slurm_supernode.placement.rankmap import order_nodes, parse_hosts, parse_order, resolve_nproc
+from slurm_supernode.placement.rankmap import (
+    choose_devices,
+    order_nodes,
+    pack_nodes,
+    parse_hosts,
+    parse_order,
+    resolve_nproc,
+)
 from slurm_supernode.site.model import Site
 
 MAX_CP = 16
@@ -83,11 +90,14 @@ def recommend(
     parse_order(order)
     nodes = order_nodes(site, parse_hosts(hosts), physical=True)
     nproc = resolve_nproc(nodes, nproc_per_node)
-    sn_of = [n.supernode for n in nodes]
-    specs = {(n.spec.device_order[:nproc], n.spec.device_groups) for n in nodes}
     world = len(nodes) * nproc
     scored = []
     for lay in candidate_layouts(world, nproc, work, order, framework):
+        # the node order and devices the rank map would use for this layout (packed)
+        packed = pack_nodes(nodes, lay, nproc)
+        sn_of = [n.supernode for n in packed]
+        block = lay.tp if lay.tp <= nproc else nproc
+        specs = {(choose_devices(n.spec, nproc, block), n.spec.device_groups) for n in nodes}
         levels = refine_levels(levels_for(lay, nproc, sn_of), lay, nproc, specs)
         cost = step_cost(site, lay, levels, work)
         if device_memory_gb is not None and cost.memory_gb > device_memory_gb:

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from slurm_supernode.errors import JobError
+from slurm_supernode.errors import InputError, JobError
 from slurm_supernode.fsutil import write_json_atomic
 from slurm_supernode.placement.hccl import NodeFacts, check_rank_table, plan_rank_table
 from slurm_supernode.placement.model import RankMap
@@ -58,9 +58,11 @@ def prepare_rank_table(
     read: Reader | None = None,
     timeout: float | None = None,
     poll: float = 0.2,
+    version: str | None = None,
 ) -> tuple[Path, tuple[str, ...]]:
     """Write this node's fragment, merge all of them, return (table path, notes to print).
-    Raises PlacementError where values are missing or disagree, JobError on a timeout."""
+    ``version`` None: v1.2 when npu-smi gave SDIDs, else v1.0. Raises PlacementError where
+    values are missing or disagree, JobError on a timeout."""
     if read is None:
         from slurm_supernode.runtime.ascend import read_node_facts as read
     if timeout is None:
@@ -85,7 +87,7 @@ def prepare_rank_table(
     all_facts = {
         h: NodeFacts.from_dict(json.loads((frags / f"{h}.json").read_text())) for h in hosts
     }
-    plan = plan_rank_table(site, rm, all_facts)
+    plan = plan_rank_table(site, rm, all_facts, version)
     assert plan.table is not None
     path = table_path(job_dir, job_id, attempt)
     check_rank_table(plan.table, str(path))
@@ -99,6 +101,21 @@ def prepare_rank_table(
     elif json.loads(path.read_text()) != plan.table:
         raise JobError(f"rank table: {path} differs from this node's merge of the same values")
     return path, plan.notes
+
+
+MODE_ENV = "SNRUN_RANK_TABLE"
+MODES = ("auto", "1.0", "1.2", "off")
+
+
+def rank_table_mode(environ: Mapping[str, str]) -> str:
+    """``SNRUN_RANK_TABLE``: auto (default), 1.0 or 1.2 (forced), off (no table: torch_npu
+    then negotiates by itself, as it does without RANK_TABLE_FILE)."""
+    mode = (environ.get(MODE_ENV) or "auto").strip()
+    if mode not in MODES:
+        raise InputError(
+            f"{mode!r} is not a rank table mode", where=MODE_ENV, hint="one of " + ", ".join(MODES)
+        )
+    return mode
 
 
 def rank_table_env(path: Path) -> dict[str, str]:

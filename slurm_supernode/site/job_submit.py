@@ -13,6 +13,7 @@ from collections import defaultdict
 
 from slurm_supernode.errors import InputError
 from slurm_supernode.resources import templates_dir
+from slurm_supernode.site import rounding
 from slurm_supernode.site.model import Site
 
 LOGIC_FILE = "job_submit_logic.lua"
@@ -39,6 +40,28 @@ def size_classes(site: Site) -> list[tuple[int, list[str]]]:
     for sn in site.supernodes:
         by_size[sn.job_size].append(sn.feature)
     return sorted(by_size.items())
+
+
+def rounding_lines(site: Site) -> list[str]:
+    """ROUND_ANY / ROUND_ONE: the rounding rule of ``site.rounding`` evaluated for every node
+    count the site can hold (entry n: {class index in CLASSES, super nodes}, false: no fit);
+    the plugin looks it up instead of computing its own rule."""
+    classes = rounding.size_classes(sn.job_size for sn in site.supernodes)
+    index = {c.size: i + 1 for i, c in enumerate(classes)}
+    lines = [
+        "-- Whole-super-node rounding, generated from slurm_supernode/site/rounding.py (the rule",
+        "-- snrun uses): entry n = { class index in CLASSES, super nodes } for -N n, false when",
+        "-- nothing holds n; ROUND_ONE allows one super node only.",
+    ]
+    for name, multi in (("ROUND_ANY", True), ("ROUND_ONE", False)):
+        cells = [
+            "false" if r is None else f"{{{index[r.size]},{r.k}}}"
+            for r in rounding.rounding_table(classes, multi=multi)
+        ]
+        lines.append(f"local {name} = {{")
+        lines += ["   " + ",".join(cells[i : i + 16]) + "," for i in range(0, len(cells), 16)]
+        lines.append("}")
+    return lines
 
 
 def site_table(site: Site) -> str:
@@ -83,8 +106,9 @@ def site_table(site: Site) -> str:
     for size, feats in size_classes(site):
         constraint = lua_str("|".join(feats))
         lines.append(f"   {{ size = {size}, count = {len(feats)}, constraint = {constraint} }},")
+    lines += ["}", ""]
+    lines += rounding_lines(site)
     lines += [
-        "}",
         "",
         "-- devices: GPUs per node (fewest of any node), to turn --gpus=G into nodes.",
     ]

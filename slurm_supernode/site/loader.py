@@ -393,7 +393,7 @@ def parse_site(text: str, file: str = "<string>") -> tuple[Site | None, list[Pro
         ]
     except yaml.YAMLError:
         return None, [Problem(file, 1, 1, "YAML error", "check the file is YAML")]
-    if root is not None:
+    if root is not None and "!" in text:  # tags are only written with '!'
         tags = _tag_problems(root, file)
         if tags:
             return None, tags
@@ -867,35 +867,48 @@ class _Builder:
             if src:
                 self._known(list(src.explicit), all_hosts, src.node)
         spec_cache: dict[tuple, NodeSpec] = {}
+
+        def spec_of(i: int, r: dict[str, Any], over: tuple[int, ...]) -> NodeSpec:
+            """Merged spec of a host with these overrides; built once per layer combination."""
+            key = (i if r["layer"] else -1, over)
+            spec = spec_cache.get(key)
+            if spec is None:
+                layers = [defaults, r["layer"], *(overrides[k] for k in over)]
+                spec = self._merge_spec(layers, r["name_loc"], r["name"])
+                spec_cache[key] = spec
+            return spec
+
+        # The device bound is checked before any node is built: a typo fails at once.
+        devices_total = 0
+        for i, r in enumerate(raw):
+            hosts = r["hosts"]
+            special = [applies[h] for h, *_ in hosts if h in applies] if applies else []
+            if len(hosts) > len(special):
+                devices_total += (len(hosts) - len(special)) * spec_of(i, r, ()).devices
+            devices_total += sum(spec_of(i, r, tuple(ks)).devices for ks in special)
+            if devices_total > MAX_SITE_DEVICES:
+                self.err(
+                    r["name_loc"],
+                    f"the site has {devices_total} devices by super node {r['name']!r};"
+                    f" a site may have at most {MAX_SITE_DEVICES}",
+                    "check devices per node and the hostlists for a typo",
+                )
+                self.fatal = True
+                return None
         out: list[SuperNode] = []
         gnode = 0
-        devices_total = 0
-        sn_layer_key = -1
         for i, r in enumerate(raw):
             nodes: list[Node] = []
             ip_sources = (r["device_ips"], ips)
             hip_sources = (r["host_ip"], hips)
             with_ips = any(ip_sources) or any(hip_sources)
             name = r["name"]
-            sn_layer_key = i if r["layer"] else -1
+            plain: NodeSpec | None = None  # the spec of hosts no override names (most of them)
             for idx, (host, rack, slot, _loc) in enumerate(r["hosts"]):
-                over = tuple(applies[host]) if host in applies else ()
-                key = (sn_layer_key, over)
-                spec = spec_cache.get(key)
-                if spec is None:
-                    layers = [defaults, r["layer"], *(overrides[k] for k in over)]
-                    spec = self._merge_spec(layers, r["name_loc"], name)
-                    spec_cache[key] = spec
-                devices_total += spec.devices
-                if devices_total > MAX_SITE_DEVICES:
-                    self.err(
-                        r["name_loc"],
-                        f"the site has more than {MAX_SITE_DEVICES} devices by super node"
-                        f" {name!r} ({gnode + 1} nodes so far)",
-                        "check devices per node and the hostlists for a typo",
-                    )
-                    self.fatal = True
-                    return None
+                if host in applies:
+                    spec = spec_of(i, r, tuple(applies[host]))
+                else:
+                    spec = plain = plain or spec_of(i, r, ())
                 dev_ips: tuple[str, ...] | None = None
                 host_ip: tuple[str, ...] | None = None
                 if with_ips:

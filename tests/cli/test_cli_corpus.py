@@ -286,7 +286,8 @@ def _dry_run_command(capsys, argv) -> str:
 
 def test_script_keeps_its_own_options(capsys):
     line = _dry_run_command(capsys, ["train.py", "--debug", "--tp", "0", "-S", "x", "--json"])
-    assert line.split(" -- ", 1)[1].startswith("train.py --debug --tp 0 -S x --json")
+    # the job runs the code snapshot: <job dir>/code/train.py
+    assert "/code/train.py --debug --tp 0 -S x --json" in line.split(" -- ", 1)[1]
 
 
 def test_module_with_arguments(capsys):
@@ -296,7 +297,7 @@ def test_module_with_arguments(capsys):
 
 def test_double_dash_ends_snrun_options(capsys):
     line = _dry_run_command(capsys, ["--tp", "1", "--", "-odd.py", "x"])
-    assert line.split(" -- ", 1)[1].startswith("-odd.py x")
+    assert "/code/-odd.py x" in line.split(" -- ", 1)[1]
 
 
 def test_debug_before_script_is_snruns(capsys):
@@ -343,3 +344,55 @@ def test_subprocess_one_line(argv, expected):
     lines = proc.stderr.splitlines()
     assert len(lines) == 1 and expected in lines[0], proc.stderr
     assert not Path("/nonexistent").exists()
+
+
+# -- input files named on the command line -----------------------------------------------------
+INPUT_KINDS = ["missing", "directory", "fifo", "parent-is-file", "name-too-long"]
+
+
+@pytest.mark.parametrize("kind", INPUT_KINDS)
+@pytest.mark.parametrize("option", ["--template-block", "--template"])
+def test_bad_input_file(tmp_path, capsys, kind, option):
+    (tmp_path / "FILE").write_text("x\n")
+    (tmp_path / "dir").mkdir()
+    os.mkfifo(tmp_path / "fifo")
+    path, fragment = {
+        "missing": (tmp_path / "nope.j2", "no such file"),
+        "directory": (tmp_path / "dir", "is a directory"),
+        "fifo": (tmp_path / "fifo", "is a FIFO"),  # reading it would block for ever
+        "parent-is-file": (tmp_path / "FILE" / "b.j2", "FILE is a file, not a directory"),
+        "name-too-long": (tmp_path / ("b" * 300), "file name is too long"),
+    }[kind]
+    value = f"setup={path}" if option == "--template-block" else str(path)
+    assert main([*S, option, value, "t.py"]) == 2
+    line = check_one_line(capsys.readouterr().err, "snrun", f"{option}: ")
+    assert fragment in line
+
+
+def test_bad_results_database(tmp_path, capsys):
+    assert main(["bench", "report", "--db", str(tmp_path)]) == 2
+    check_one_line(capsys.readouterr().err, "snrun bench report", "--db: ")
+
+
+def test_unforeseen_os_error_is_one_line(monkeypatch, capsys):
+    """The safety net: an OSError no check foresaw is still one line, never a traceback."""
+    import errno
+
+    from slurm_supernode.cli import status
+
+    def boom(ns):
+        raise NotADirectoryError(errno.ENOTDIR, "Not a directory", "/x/FILE/y")
+
+    monkeypatch.setattr(status, "run", boom)
+    assert main(["status", "1"]) == 2
+    check_one_line(capsys.readouterr().err, "snrun status", "/x/FILE/y: Not a directory")
+
+
+def test_bench_env_profile_keeps_the_old_name_for_installed_schedules():
+    from slurm_supernode.cli.bench_schedule import job_option_argv
+    from slurm_supernode.cli.main import build_parser
+
+    parser = build_parser("bench")
+    assert parser.parse_args(["submit"]).profile == []
+    ns = parser.parse_args(["submit", "--profile", "old", "--env-profile", "new"])
+    assert job_option_argv(ns) == ["--env-profile", "old", "--env-profile", "new"]

@@ -106,3 +106,16 @@ def test_site_vs_hardware_lines(monkeypatch):
     assert site_vs_hardware(("10.100.1.0", "10.9.9.9"), facts) == [
         "n1 device 1 IP: site 10.9.9.9, hardware 10.100.1.1 (hccn_tool)"
     ]
+
+
+def test_doctor_reads_device_ips_with_the_same_reader(monkeypatch):
+    from slurm_supernode.doctor.probe import read_device_ips
+    from tests.placement.sites import make_site
+
+    site = make_site(1, 2, 4, vendor="ascend")  # hosts n0, n1
+    monkeypatch.setenv("PATH", f"{BIN}:/usr/bin:/bin")  # the stand-ins use tr and printf
+    monkeypatch.setenv("SLURMD_NODENAME", "n1")
+    ips, _ = read_device_ips(site, "n1")
+    assert ips == tuple(f"10.100.1.{d}" for d in range(4))
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    assert read_device_ips(site, "n1")[0] is None  # unknown, not "no IPs"

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import json
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from slurm_supernode.errors import JobError, PlacementError
+from slurm_supernode.errors import InputError, JobError, PlacementError
 from slurm_supernode.placement.hccl import validate_rank_table
 from slurm_supernode.placement.rankmap import build_rank_map
-from slurm_supernode.runtime.ranktable import fragment_dir, prepare_rank_table
+from slurm_supernode.runtime.ranktable import fragment_dir, prepare_rank_table, rank_table_mode
 from tests.placement.sites import ascend_site
 from tests.placement.test_hccl import hw_facts
 
@@ -79,3 +80,36 @@ def test_attempts_do_not_share_fragments(tmp_path):
             tmp_path, SITE, RM, HOSTS[0], job_id=7, attempt=1, environ={},
             read=reader(hw_facts(SITE)), timeout=0.2, poll=0.02,
         )  # fmt: skip
+
+
+def test_forced_version_and_notes(tmp_path):
+    from slurm_supernode.runtime.ranktable import prepare_rank_table as prep
+
+    facts = hw_facts(SITE)
+    path, notes = prep(
+        tmp_path, SITE, build_rank_map(SITE, HOSTS[:1]), HOSTS[0], job_id=1, attempt=0,
+        environ={}, read=reader(facts), timeout=1, version="1.0",
+    )  # fmt: skip
+    assert json.loads(path.read_text())["version"] == "1.0" and notes == ()
+    # the hardware gave no IPs (no hccn_tool, no hccn.conf): the site's are used, and said so
+    no_ip = {
+        h: replace(f, devices=tuple(replace(d, device_ip=None) for d in f.devices),
+                   ip_note="hccn_tool not found and no /etc/hccn.conf")
+        for h, f in facts.items()
+    }  # fmt: skip
+    results = run_all(tmp_path / "b", no_ip)
+    notes = results[0][1]
+    assert len(notes) == 1 and notes[0].startswith(
+        f"device IPs from the site config, not the hardware, on: {HOSTS[0]} (hccn_tool not found"
+    )
+
+
+def test_rank_table_modes(tmp_path, capsys):
+    from slurm_supernode.runtime.agent import ascend_rank_table
+
+    assert rank_table_mode({}) == "auto" and rank_table_mode({"SNRUN_RANK_TABLE": "1.2"}) == "1.2"
+    with pytest.raises(InputError, match="SNRUN_RANK_TABLE: 'v2' is not a rank table mode"):
+        rank_table_mode({"SNRUN_RANK_TABLE": "v2"})
+    env = ascend_rank_table(tmp_path, SITE, RM, HOSTS[0], {"SNRUN_RANK_TABLE": "off"}, 1, 0)
+    assert env == {} and not list(tmp_path.iterdir())
+    assert "no HCCL rank table (SNRUN_RANK_TABLE=off)" in capsys.readouterr().err

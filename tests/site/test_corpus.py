@@ -562,7 +562,7 @@ SIZES_ = [
         "site-devices",
         DEVICES,
         "  devices: 1024",
-        "more than 1000000 devices",
+        "a site may have at most 1000000",
         at=(6, 11),
         extra=[(GROUPS, ""), (SN1_NODES, "    nodes: m[0-2000]"), (NICS, "")],
     ),

@@ -69,13 +69,13 @@ def mutated(draw) -> tuple[str, bytes]:
 def _check(tmp_path: Path, data: bytes) -> None:
     path = tmp_path / "fuzz.yaml"
     path.write_bytes(data)
-    start = time.perf_counter()
+    start = time.process_time()  # CPU time: other jobs on a loaded machine do not count
     try:
         site, problems = load_file(path)
     except SnrunError:
         return
-    elapsed = time.perf_counter() - start
-    assert elapsed < 1.0, f"took {elapsed:.2f} s"
+    elapsed = time.process_time() - start
+    assert elapsed < 1.0, f"took {elapsed:.2f} s of CPU"
     assert site is not None or problems
     n_lines = data.count(b"\n") + 2
     for p in problems:

@@ -23,7 +23,7 @@ from slurm_supernode.slurm.nodes import node_infos
 
 pytestmark = pytest.mark.slurm
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 30
 OWN = {
     "SNRUN_MC_DIR": "/tmp/snrun-mc-lua-pytest",

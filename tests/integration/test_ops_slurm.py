@@ -21,7 +21,7 @@ from slurm_supernode.bench.store import open_store
 from slurm_supernode.slurm import jobs, nodes
 
 pytestmark = pytest.mark.slurm
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def snrun(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:

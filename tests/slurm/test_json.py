@@ -14,7 +14,7 @@ from slurm_supernode.errors import SlurmError
 from slurm_supernode.slurm import jobs
 from slurm_supernode.slurm.parse import json_exit_code, json_number, json_state
 
-DATA = Path(__file__).parent / "data" / "slurm"
+DATA = Path(__file__).resolve().parents[1] / "data" / "slurm"
 VERSIONS = ["24.11", "26.05"]
 
 

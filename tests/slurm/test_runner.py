@@ -22,8 +22,8 @@ from slurm_supernode.slurm.parse import (
 from slurm_supernode.slurm.runner import run_slurm
 from slurm_supernode.slurm.version import SlurmVersion, features_from, parse_version
 
-DATA = Path(__file__).parent / "data" / "slurm"
-ROOT = Path(__file__).resolve().parent.parent
+DATA = Path(__file__).resolve().parents[1] / "data" / "slurm"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def recorded(name: str) -> str:
