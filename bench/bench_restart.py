@@ -180,7 +180,7 @@ def lost_node(jobs: Path) -> tuple[float, float, str]:
         subprocess.run(["kill", "-STOP", *map(str, frozen)], check=False)
 
     try:
-        running = watch(d, on_step=lose, timeout=400)
+        running = watch(d, on_step=lose, timeout=900)
         wait_final(d)
     finally:
         if lost:
