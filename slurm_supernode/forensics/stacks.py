@@ -17,6 +17,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from slurm_supernode.errors import JobError
+from slurm_supernode.jobenv import JobEnvironment
+
 PY_SPY_HINT = "py-spy is not installed on this node (pip install 'slurm-supernode[torch]')"
 
 
@@ -57,15 +60,17 @@ def rank_processes(job_id: str, node: str | None) -> list[RankProcess]:
         if not entry.isdigit() or int(entry) == os.getpid():
             continue
         env = _environ(int(entry))
-        if not env or env.get("SLURM_JOB_ID") != job_id:
+        if not env or "TORCHELASTIC_RESTART_COUNT" not in env:
             continue
-        if "TORCHELASTIC_RESTART_COUNT" not in env or not env.get("RANK", "").isdigit():
+        try:
+            seen = JobEnvironment.from_environ(env)  # another process's environment
+        except JobError:
             continue
-        if node and env.get("SLURMD_NODENAME") != node:
+        if str(seen.job_id) != job_id or seen.rank is None:
             continue
-        found[int(entry)] = RankProcess(
-            int(entry), int(env["RANK"]), int(env.get("LOCAL_RANK", "0") or 0), env
-        )
+        if node and seen.nodename != node:
+            continue
+        found[int(entry)] = RankProcess(int(entry), seen.rank, seen.local_rank or 0, env)
     top = [
         p
         for p in found.values()
