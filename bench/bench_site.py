@@ -95,7 +95,49 @@ def main() -> int:
         f"peak traced Python memory: {peak / 2**20:.1f} MiB; process max RSS: {rss_mb:.1f} MiB "
         f"(target < 500 MB)"
     )
+    _refusals()
     return 0
+
+
+def _refusals() -> None:
+    """Absurd sizes are refused from the expression's count, before anything is expanded."""
+    from slurm_supernode.site.loader import MAX_SITE_DEVICES, MAX_SITE_NODES
+
+    base = make_site(2, racks=False)
+    cases = {
+        "one hostlist of 5,000,000 hosts": base.replace(
+            "gb[000019-000036]", "'gb[0000000-4999999]'"
+        ),
+        "five hostlists of 1,000,000 hosts": base.replace(
+            "gb[000019-000036]", ",".join(f"'p{k}x[0-999999]'" for k in range(5))
+        )
+        .replace("',p", ",p")
+        .replace("]','", "],"),
+        "2-D hostlist of 100,000,000 hosts": base.replace(
+            "gb[000019-000036]", "'a[0-9999]b[0-9999]'"
+        ),
+        f"{MAX_SITE_DEVICES + 8} devices (just over the bound)": base.replace(
+            "devices: 4", "devices: 1024"
+        )
+        .replace("  device_groups: [[0, 1, 2, 3]]\n", "")
+        .replace("gb[000019-000036]", "gb[000019-000995]"),
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        for what, text in cases.items():
+            path = Path(tmp) / "bad.yaml"
+            path.write_text(text)
+            tracemalloc.start()
+            t0 = time.perf_counter()
+            site, problems = load_file(path)
+            wall = time.perf_counter() - t0
+            _, peak = tracemalloc.get_traced_memory()
+            tracemalloc.stop()
+            assert site is None and problems, what
+            print(
+                f"refuse {what}: {wall * 1000:.1f} ms, peak traced {peak / 2**20:.1f} MiB"
+                f" (bounds: {MAX_SITE_NODES} hosts, {MAX_SITE_DEVICES} devices)"
+            )
+            print(f"  {problems[0].message[:110]}")
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ MAX_HOSTS = 1_000_000
 _HOST_CHARS = set(string.ascii_letters + string.digits + "-_.")
 _ALLOWED = _HOST_CHARS | set("[],")
 _RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
+_BAD_CHAR = re.compile(r"[^A-Za-z0-9_.\[\],-]")
 
 
 class HostlistError(ValueError):
@@ -181,6 +182,8 @@ def _expand(expr: str, also: str = "") -> list[str]:
 def _check_chars(expr: str, also: str = "") -> None:
     if not isinstance(expr, str) or not expr.strip():
         raise HostlistError("empty hostlist")
+    if not _BAD_CHAR.search(expr):  # the common case, without a Python loop per character
+        return
     for i, ch in enumerate(expr):
         if ch not in _ALLOWED and ch not in also:
             raise HostlistError(

@@ -3,6 +3,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 from slurm_supernode import __version__
 from slurm_supernode.cli.main import main
@@ -39,5 +40,9 @@ def test_dry_run_stays_light(tmp_path):
         "assert rc == 0 and not heavy, (rc, heavy)"
     )
     env = dict(os.environ, SLURM_CONF="/nonexistent/slurm.conf")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
+    (tmp_path / "train.py").write_text("")
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import sys
 from datetime import timedelta
 from pathlib import Path
@@ -24,7 +23,7 @@ import torch
 import torch.distributed as dist
 
 from slurm_supernode.fsutil import write_json_atomic
-from slurm_supernode.hostlist import expand
+from slurm_supernode.jobenv import JobEnvironment
 from slurm_supernode.launch.inputs import load_inputs, rank_map_for_job
 from slurm_supernode.placement.rankmap import group_ranks
 from slurm_supernode.site.loader import load_site
@@ -89,7 +88,8 @@ def main() -> int:
     args = megatron_args(sys.argv[1:])
     dist.init_process_group("gloo", timeout=timedelta(seconds=180))
     rank, world = dist.get_rank(), dist.get_world_size()
-    host = os.environ.get("SLURMD_NODENAME") or socket.gethostname()
+    job_env = JobEnvironment.from_environ()
+    host = job_env.hostname()
     hosts: list[str | None] = [None] * world
     dist.all_gather_object(hosts, host)
 
@@ -112,9 +112,7 @@ def main() -> int:
     # what snrun planned for this job (the agent's own computation, from the job directory)
     job_dir = Path(os.environ["SNRUN_JOB_DIR"])
     inputs = load_inputs(job_dir)
-    plan = rank_map_for_job(
-        inputs, load_site(inputs["site_file"]), expand(os.environ["SNRUN_NODELIST"])
-    )
+    plan = rank_map_for_job(inputs, load_site(inputs.site_file), job_env.hosts())
     planned = {dim: group_ranks(plan, dim) for dim in mine}
     if rank == 0:
         for dim in mine:

@@ -60,7 +60,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", metavar="PATH", help="results database (default: the site's)")
     p.add_argument("-t", "--time", default="00:30:00", help="time limit of the doctor job")
     p.add_argument("-p", "--partition")
-    p.add_argument("--profile", action="append", default=[], help="extra site env profile")
+    p.add_argument(
+        "--env-profile",
+        dest="profile",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="extra env profile of the site (repeatable)",
+    )
+    p.add_argument("--profile", dest="profile", action="append", help=argparse.SUPPRESS)  # old
     p.add_argument("--jobs-dir", help="where job directories go (default: the site's)")
     p.add_argument("--timeout", type=float, default=3600, help="seconds to wait for the job")
     p.add_argument("--html", metavar="OUT", help="HTML page (default: doctor.html in the job dir)")
@@ -201,8 +209,13 @@ def _judge(site, facts, ns, *, job_dir: Path | None, extra=()) -> int:
     report = evaluate(site, facts, extra=extra)
     html_path = ns.html or (str(job_dir / "doctor.html") if job_dir else None)
     if html_path:
-        write_atomic(html_path, render_html(report, facts, slow_pct=site.doctor.slow_pct))
-        write_atomic(Path(html_path).with_suffix(".json"), json.dumps(report.to_dict(), indent=1))
+        try:
+            write_atomic(html_path, render_html(report, facts, slow_pct=site.doctor.slow_pct))
+            write_atomic(
+                Path(html_path).with_suffix(".json"), json.dumps(report.to_dict(), indent=1)
+            )
+        except OSError as exc:
+            raise InputError(f"cannot write {html_path}: {exc.strerror}", where="--html") from None
     if ns.json:
         print(json.dumps(report.to_dict(), indent=1))
     else:

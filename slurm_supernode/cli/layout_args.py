@@ -36,7 +36,8 @@ def add_layout_arguments(g: argparse._ActionsContainer) -> None:
         "--etp",
         type=positive,
         metavar="N",
-        help="expert tensor parallel size (--expert-tensor-parallel-size; default: tp)",
+        help="expert tensor parallel size (--expert-tensor-parallel-size); default: the "
+        "framework's (megatron: tp; torchtitan: 1, and tp without EP)",
     )
     g.add_argument(
         "--framework",

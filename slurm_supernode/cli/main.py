@@ -24,11 +24,14 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "site": ("site", "validate, show and export site configs"),
     "status": ("status", "show the attempts of a job chain"),
     "cancel": ("cancel", "cancel a whole job chain"),
+    "logs": ("logs", "per-rank logs of a job's attempts"),
+    "attach": ("attach", "a shell, a command or a live stack dump on a node of a running job"),
     "bench": ("bench", "collective bandwidth benchmarks: run, submit, schedule, report"),
     "health": ("health", "node health checks; drain and resume nodes"),
     "doctor": ("doctor", "six-step checklist of a slow super node (device .. storage)"),
     "agent": ("agent", "(in a job) per-node agent: rank map, env, exec torchrun"),
     "supervise": ("supervise", "(in a job) batch-step supervisor around the agents"),
+    "stacks": ("stacks", "(in a job) py-spy stack dumps of the ranks on this node"),
 }
 
 

@@ -101,6 +101,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "scripts on NVIDIA/CPU sites, off for -m modules and Ascend sites; "
         "--no-fork-workers spawns a fresh interpreter per worker",
     )
+    j.add_argument(
+        "--no-snapshot",
+        dest="snapshot",
+        action="store_false",
+        help="run the live files in every attempt, not the copy taken at submission",
+    )
     j.add_argument("--jobs-dir", help="where job directories go (default: the site's)")
     j.add_argument("--dry-run", action="store_true", help="print script and plan; submit nothing")
     j.add_argument("--parsable", action="store_true", help="print the job id only")
@@ -210,7 +216,38 @@ def spec_from_args(ns: argparse.Namespace) -> JobSpec:
         preflight=ns.preflight,
         fork_workers=ns.fork_workers,
         workdir=ns.workdir,
+        snapshot=ns.snapshot,
     )
+
+
+def with_directives(spec: JobSpec) -> tuple[JobSpec, list[str]]:
+    """The spec with the script's leading ``#SBATCH`` lines applied (the command line wins),
+    and those lines as sbatch arguments, for --dry-run. Refuses a missing script, module or
+    working directory first."""
+    import dataclasses
+    import os
+    from pathlib import Path
+
+    from slurm_supernode.launch.directives import apply_directives, read_directives
+
+    workdir = spec.workdir or os.getcwd()
+    directives = [] if spec.module else read_directives(Path(workdir, spec.program))
+    fields = {f.name: getattr(spec, f.name) for f in dataclasses.fields(spec)}
+    updates = apply_directives(fields, directives, where=spec.program)
+    if "sbatch_args" in updates:
+        updates["sbatch_args"] = (*updates["sbatch_args"], *spec.sbatch_args)  # type: ignore[misc]
+    spec = dataclasses.replace(spec, **updates)  # type: ignore[arg-type]
+    return spec, [d.sbatch_arg for d in directives]
+
+
+def check_spec_program(spec: JobSpec) -> None:
+    """Refuse a script, module or working directory the job could not find."""
+    import os
+
+    from slurm_supernode.launch.snapshot import check_program
+
+    pythonpath = dict(spec.env).get("PYTHONPATH", os.environ.get("PYTHONPATH", ""))
+    check_program(spec.program, spec.module, spec.workdir or os.getcwd(), pythonpath)
 
 
 def _check_input_file(path: str, option: str, *, must_be_path: bool) -> None:
@@ -232,25 +269,37 @@ def _check_input_file(path: str, option: str, *, must_be_path: bool) -> None:
 def run(ns: argparse.Namespace) -> int:
     import json
 
+    from slurm_supernode.errors import InputError
     from slurm_supernode.launch.facts import gather_facts
     from slurm_supernode.launch.job import plan_job, submit_job
     from slurm_supernode.launch.jobdir import jobs_root
     from slurm_supernode.launch.preview import plan_preview
     from slurm_supernode.site.loader import load_site
 
-    spec = spec_from_args(ns)
+    spec, directives = with_directives(spec_from_args(ns))
+    if not ns.dry_run:
+        check_spec_program(spec)  # before asking Slurm anything
     site = load_site(spec.site)
     facts = gather_facts(site, required=not ns.dry_run)
     root = jobs_root(ns.jobs_dir, site_jobs_dir=site.paths.jobs_dir)
     plan = plan_job(spec, site, facts, jobs_root=root)
+    if ns.dry_run:  # a plan for a script still being written is fine; say what would fail
+        try:
+            check_spec_program(spec)
+        except InputError as exc:
+            print(f"snrun: warning: {exc} (a submission would be refused)", file=sys.stderr)
     for notice in plan.request.notices:
         print(f"snrun: {notice}", file=sys.stderr)
     if ns.dry_run:
         preview = plan_preview(plan)
+        preview["sbatch_directives"] = directives
         if ns.json:
             print(json.dumps(preview, indent=2))
         else:
             print(plan.script, end="")
+            if directives:
+                print(f"\n# --- #SBATCH lines of {spec.program} (the command line wins) ---")
+                print("# " + " ".join(directives))
             print("\n# --- sbatch command (dry run: nothing submitted) ---")
             print("# " + preview["sbatch_command"])
             print("# --- rank plan for an example allocation ---")

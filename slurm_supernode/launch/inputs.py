@@ -51,6 +51,8 @@ class JobInputs:
     python: str  # interpreter that runs the supervisor and the agents
     workdir: str
     request: dict[str, Any]  # SbatchRequest.as_dict(), for resubmission and status
+    # the code copy every attempt runs: {"dir", "source", "module"}; None: --no-snapshot
+    snapshot: dict[str, Any] | None = None
     schema: int = SCHEMA
     extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 

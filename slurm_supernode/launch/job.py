@@ -25,6 +25,13 @@ from slurm_supernode.launch.jobdir import job_dir_name, link_job_id
 from slurm_supernode.launch.jobspec import JobSpec
 from slurm_supernode.launch.render import render_sbatch
 from slurm_supernode.launch.request import ClusterFacts, SbatchRequest, plan_request
+from slurm_supernode.launch.snapshot import (
+    SnapshotPlan,
+    collect_snapshot,
+    limit_bytes,
+    plan_snapshot,
+    write_snapshot,
+)
 from slurm_supernode.site.model import Site
 
 
@@ -39,6 +46,7 @@ class JobPlan:
     script: str
     env: dict[str, str]  # site profiles < --env (the template may add its own in between)
     inputs: JobInputs
+    snapshot: SnapshotPlan | None = None  # the code copy every attempt runs
 
     @property
     def agent_inputs(self) -> dict[str, Any]:
@@ -57,9 +65,13 @@ class JobPlan:
         return hosts
 
 
-def program_argv(spec: JobSpec) -> list[str]:
-    """What torchrun runs: ``SCRIPT ARGS`` or ``-m MODULE ARGS``."""
-    head = ["-m", spec.program] if spec.module else [spec.program]
+def program_argv(
+    spec: JobSpec, snapshot: SnapshotPlan | None = None, workdir: str = ""
+) -> list[str]:
+    """What torchrun runs: ``SCRIPT ARGS`` or ``-m MODULE ARGS`` (the script in the snapshot
+    when there is one)."""
+    program = snapshot.program(spec.program, workdir) if snapshot else spec.program
+    head = ["-m", program] if spec.module else [program]
     return head + list(spec.program_args)
 
 
@@ -98,6 +110,7 @@ def plan_job(
     workdir = spec.workdir or os.getcwd()
     python = spec.launcher_python or sys.executable
     merged_env = {**site_env, **user_env}
+    snapshot = plan_snapshot(spec.program, spec.module, workdir, job_dir, spec.snapshot)
     inputs = JobInputs(
         snrun_version=__version__,
         job_name=spec.name,
@@ -116,10 +129,15 @@ def plan_job(
         fork_workers=fork_workers,
         hang_timeout=_seconds(merged_env, "SNRUN_HANG_TIMEOUT") or 0.0,
         hang_startup=_seconds(merged_env, "SNRUN_HANG_STARTUP"),
-        program_argv=tuple(program_argv(spec)),
+        program_argv=tuple(program_argv(spec, snapshot, workdir)),
         python=python,
         workdir=workdir,
         request=request.as_dict(),
+        snapshot=(
+            {"dir": str(snapshot.dest), "source": str(snapshot.source), "module": snapshot.module}
+            if snapshot
+            else None
+        ),
     )
     context = template_context(inputs, job_dir, site_env, user_env)
     script = render_sbatch(context, spec.template, spec.blocks)
@@ -131,6 +149,7 @@ def plan_job(
         script=script,
         env=merged_env,
         inputs=inputs,
+        snapshot=snapshot,
     )
     # A layout the framework (or the node size) refuses is refused here, with its reason,
     # not by every agent after the job waited in the queue.
@@ -193,7 +212,12 @@ def template_context(
 def write_job_dir(plan: JobPlan) -> None:
     """Create the job directory with the script, request, plan, env and a copy of the site."""
     d = plan.job_dir
+    code = None
+    if plan.snapshot:  # checked (size, files) before the job directory exists
+        code = collect_snapshot(plan.snapshot, limit_bytes(), skip=[d.parent])
     (d / "logs").mkdir(parents=True, exist_ok=True)
+    if plan.snapshot and code:
+        write_snapshot(plan.snapshot, *code)
     if plan.site.source and Path(plan.site.source).is_file():
         shutil.copyfile(plan.site.source, d / "site.yaml")
     else:

@@ -48,6 +48,7 @@ class JobSpec:
     fork_workers: bool | None = None
     workdir: str | None = None
     launcher_python: str | None = None  # python3 that runs the agent inside the job
+    snapshot: bool = True  # run a copy of the code taken at submission (--no-snapshot: live)
     # Exact hosts of the whole super nodes to run on (bench over named super nodes): a single
     # allocation names them with --nodelist instead of --segment/--switches (Slurm 24.11
     # refuses --segment with a nodelist that spans blocks, and the list is exact anyway).

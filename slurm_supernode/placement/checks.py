@@ -138,7 +138,7 @@ def resolve_layout(layout: Layout, world: int, nproc: int) -> Layout:
         raise PlacementError(
             str(grids.framework_problem(layout, world)),
             where="--order",
-            hint="drop --order (torchtitan), or use --framework megatron",
+            hint="drop --order / --use-tp-pp-dp-mapping (torchtitan), or use --framework megatron",
         )
     given_dp = layout.dp if layout.dp != 1 else None
     problem = layout_problem(

@@ -197,11 +197,6 @@ def _torchtitan_problem(lay: Layout, world: int) -> str | None:
                 f"ep % (cp*tp) == 0 and (dp_shard*cp*tp) % ep == 0 "
                 f"(ep={ep}, cp={cp}, tp={tp}, dp_shard={dp_shard})"
             )
-    elif etp != tp:
-        return (
-            f"torchtitan shards experts with expert tensor parallelism only when ep > 1 "
-            f"(etp={etp} with ep=1: drop --etp or raise --ep)"
-        )
     return None
 
 

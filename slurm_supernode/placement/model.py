@@ -30,7 +30,8 @@ class Layout:
 
     ``dp`` is the dense data-parallel size W / (tp*cp*pp) and ``edp`` the expert one
     W / (etp*ep*pp): ``ep`` does not multiply into the world size, it is carved out of
-    dp*cp (and tp when etp < tp), as in Megatron-Core and torchtitan. ``etp`` None means tp.
+    dp*cp (and tp when etp < tp), as in Megatron-Core and torchtitan. ``etp`` None means the
+    framework's default (``expert_tp``).
     Both derived sizes are filled in by ``checks.resolve_layout``.
     """
 
@@ -46,6 +47,12 @@ class Layout:
 
     @property
     def expert_tp(self) -> int:
+        """etp as the framework uses it: Megatron defaults it to tp; torchtitan defaults it to
+        1 and ignores it without EP (experts then follow tp)."""
+        if self.framework == "torchtitan":
+            if self.ep == 1:
+                return self.tp
+            return 1 if self.etp is None else self.etp
         return self.tp if self.etp is None else self.etp
 
     def size(self, dim: str) -> int:

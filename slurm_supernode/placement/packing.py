@@ -94,7 +94,11 @@ def fitting_levels(lines: Sequence[Line], nproc: int, capacities: Sequence[int])
     largest = max(capacities)
     uf = _Components(slots)
     out = []
+    seen: set[tuple[int, int]] = set()
     for line in lines:
+        if line.size == 1 or (line.size, line.stride) in seen:
+            continue  # no groups, or the same groups as a dimension before (etp = tp, ...)
+        seen.add((line.size, line.stride))
         trial = _Components(0)
         trial.parent = list(uf.parent)
         changed = False
@@ -137,15 +141,21 @@ def pack(lines: Sequence[Line], nproc: int, capacities: Sequence[int]) -> list[i
 
     def place(level: int, units: list[list[int]]) -> None:
         left: list[list[int]] = []
+
         # largest units first (rank order among equals); for each size, super nodes with the
         # least room that still holds one first (best fit), as many units as fit in each
+        def room_key(k: int) -> tuple[int, int]:
+            return (room[k], k)
+
         by_size: dict[int, list[list[int]]] = {}
         for unit in sorted(units, key=lambda u: u[0]):
             by_size.setdefault(len(unit), []).append(unit)
         for size in sorted(by_size, reverse=True):
             todo = by_size[size]
             i = 0
-            for k in sorted(range(len(room)), key=lambda k: (room[k], k)):
+            # single slots: site order, so nothing moves where no group gains from it
+            order = range(len(room)) if size == 1 else sorted(range(len(room)), key=room_key)
+            for k in order:
                 while i < len(todo) and room[k] >= size:
                     for x in todo[i]:
                         out[x] = k
@@ -178,23 +188,29 @@ def lower_bounds(
     depends on how the earlier ones were kept (the packing takes them in priority order).
     None where the sets overlap or differ in size (no claim).
     """
-    slots = sum(capacities)
     out: dict[str, int | None] = {}
+    done: dict[tuple[int, int], int | None] = {}
     for line in lines:
-        sets = [tuple(m) for m in group_slots(line, nproc, slots)]
-        if not sets:
-            out[line.dim] = 0
+        if (line.size, line.stride) in done:  # etp = tp, edp = dp, ...: same groups
+            out[line.dim] = done[(line.size, line.stride)]
             continue
-        sizes = {len(m) for m in sets}
-        flat = [s for m in sets for s in m]
-        if len(sizes) != 1 or len(set(flat)) != len(flat):
-            out[line.dim] = None
-            continue
-        size = sizes.pop()
-        groups_per_set = _groups_spanning(line, nproc, slots) // len(sets)
-        fit = min(len(sets), sum(c // size for c in capacities))
-        out[line.dim] = (len(sets) - fit) * groups_per_set
+        out[line.dim] = done[(line.size, line.stride)] = _floor(line, nproc, capacities)
     return out
+
+
+def _floor(line: Line, nproc: int, capacities: Sequence[int]) -> int | None:
+    slots = sum(capacities)
+    sets = [tuple(m) for m in group_slots(line, nproc, slots)]
+    if not sets:
+        return 0
+    sizes = {len(m) for m in sets}
+    flat = [x for m in sets for x in m]
+    if len(sizes) != 1 or len(set(flat)) != len(flat):
+        return None
+    size = sizes.pop()
+    groups_per_set = _groups_spanning(line, nproc, slots) // len(sets)
+    fit = min(len(sets), sum(c // size for c in capacities))
+    return (len(sets) - fit) * groups_per_set
 
 
 def _groups_spanning(line: Line, nproc: int, slots: int) -> int:

@@ -27,6 +27,14 @@ def _devices(devs: Sequence[int]) -> str:
     return ",".join(map(str, devs))
 
 
+def _first_group(size: int, stride: int, limit: int = 6) -> str:
+    """Rank 0's group (the others follow by shifting it): '0,2,4,6' or '0,8,...,120'."""
+    members = [k * stride for k in range(size)]
+    if len(members) > limit:
+        return ",".join(map(str, members[: limit - 2])) + ",...," + str(members[-1])
+    return ",".join(map(str, members))
+
+
 def render_plan(
     rm: RankMap,
     *,
@@ -83,14 +91,14 @@ def render_plan(
                     d,
                     grid_of(d),
                     lay.size(d),
-                    strides[d],
+                    _first_group(lay.size(d), strides[d]),
                     sp.get("supernode", 0) + sp.get("inter", 0),
                     sp.get("inter", 0),
                     "-" if floor is None or not rm.crossing_floor else floor,
                     spans.get(d, ""),
                 ]
             )
-        header = ["DIM", "GRID", "SIZE", "STRIDE", "X-NODE", "X-SN", "X-SN-FLOOR", "SPAN"]
+        header = ["DIM", "GRID", "SIZE", "FIRST GROUP", "X-NODE", "X-SN", "X-SN-FLOOR", "SPAN"]
         out += ["Groups", *_table(rows, header)]
         out.append("")
     checks = [c for c in rm.checks if not c.name.startswith("span-")]

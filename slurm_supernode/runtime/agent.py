@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from slurm_supernode.errors import JobError, SnrunError
+from slurm_supernode.forensics.env import forensics_env, installed_torch
 from slurm_supernode.fsutil import write_json_atomic
 from slurm_supernode.jobenv import JobEnvironment
 from slurm_supernode.launch.inputs import JobInputs, load_inputs, rank_map_for_job
@@ -58,9 +59,11 @@ def plan_agent_launch(
     attempt: int,
     job_id: int,
     master_port_override: int | None = None,
+    log_dir: str | None = None,
 ) -> AgentLaunch:
     """torchrun command and environment for this node. Pure. ``environ`` is passed through to
-    torchrun, not interpreted (JobEnvironment does that)."""
+    torchrun, not interpreted (JobEnvironment does that). ``log_dir``: where torchrun keeps this
+    node's rank logs and error files."""
     try:
         node = rank_map.node(hostname)
     except KeyError:
@@ -88,6 +91,13 @@ def plan_agent_launch(
     )
     python = inputs.python or sys.executable
     program = list(inputs.program_argv)
+    snap = inputs.snapshot or {}
+    if snap.get("module"):
+        # `python -m` would put the live working directory first on sys.path: the module is
+        # found in the job's code snapshot instead (PYTHONSAFEPATH: Python >= 3.11).
+        paths = [snap["dir"], *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]]
+        env["PYTHONPATH"] = os.pathsep.join(paths)
+        env["PYTHONSAFEPATH"] = "1"
     fork: list[str] = []
     if inputs.fork_workers:
         # torchrun's --run-path runs the script by runpy in workers forked from torchrun itself
@@ -100,6 +110,12 @@ def plan_agent_launch(
         # and a forked worker then refuses CUDA ("Cannot re-initialize CUDA in forked
         # subprocess", seen on H200). The NVML-based check leaves CUDA untouched.
         env.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
+    logs: list[str] = []
+    if log_dir:
+        # Per-rank stdout/stderr files and torchelastic error files in the job directory
+        # (snrun logs, snrun status); --tee keeps the output in the Slurm log as well.
+        logs = [f"--log-dir={log_dir}", "--redirects=3", "--tee=3"]
+        env.update(forensics_env(env, log_dir, site.vendor, installed_torch()))
     argv = [
         python,
         "-m",
@@ -109,6 +125,7 @@ def plan_agent_launch(
         f"--node-rank={node.node_rank}",
         f"--master-addr={master}",
         f"--master-port={port}",
+        *logs,
         *fork,
         *program,
     ]
@@ -146,6 +163,8 @@ def run_agent(
     hostname = job_env.hostname()
     attempt = job_env.attempt
     job_id = job_env.job_id or 0
+    from slurm_supernode.forensics.logs import node_log_dir
+
     launch = plan_agent_launch(
         inputs,
         site,
@@ -155,6 +174,7 @@ def run_agent(
         attempt=attempt,
         job_id=job_id,
         master_port_override=job_env.master_port,
+        log_dir=str(node_log_dir(job_dir, attempt, hostname)),
     )
     if site.vendor == "ascend":
         try:
@@ -182,7 +202,7 @@ def run_agent(
         {"argv": launch.argv, "node_rank": launch.node_rank, "env": keep},
     )
     os.chdir(inputs.workdir or os.getcwd())
-    code, stderr_tail = run_child(launch.argv, launch.env)
+    code, stderr_tail = run_child(launch.argv, launch.env, shield_launcher=inputs.fork_workers)
     from slurm_supernode.runtime import ledger
     from slurm_supernode.runtime.torchrun_report import parse_failures
 
@@ -304,14 +324,34 @@ class StderrTail:
         return bytes(self._buf[-self._keep :]).decode("utf-8", errors="replace")
 
 
-def run_child(argv: list[str], env: Mapping[str, str]) -> tuple[int, str]:
+def _ignore_usr_signals() -> None:
+    import signal
+
+    signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+    signal.signal(signal.SIGUSR2, signal.SIG_IGN)
+
+
+def run_child(
+    argv: list[str], env: Mapping[str, str], *, shield_launcher: bool = False
+) -> tuple[int, str]:
     """Run torchrun as a child and forward signals: TERM/INT/HUP to torchrun (it stops its
     workers), USR1/USR2 to the training processes only (torchrun would die of them). Returns the
-    exit code and the tail of its stderr."""
+    exit code and the tail of its stderr.
+
+    ``shield_launcher`` (forked workers): slurmstepd delivers a step's signal to every process
+    of the step, torchrun included; torchrun dies of SIGUSR2, and workers forked from it die
+    with it (they are set to get SIGINT when their parent dies) before they checkpoint. So
+    torchrun starts with USR1/USR2 ignored; its forked workers inherit that until the script
+    installs its own handler (a script without one keeps running instead of dying)."""
     import signal
     import subprocess
 
-    proc = subprocess.Popen(argv, env=dict(env), stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        argv,
+        env=dict(env),
+        stderr=subprocess.PIPE,
+        preexec_fn=_ignore_usr_signals if shield_launcher else None,
+    )
     assert proc.stderr is not None
     tail = StderrTail(proc.stderr.fileno())
 

@@ -8,6 +8,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from slurm_supernode.forensics.report import attempt_evidence, evidence_lines
 from slurm_supernode.runtime import ledger
 from slurm_supernode.runtime.torchrun_report import describe
 
@@ -26,7 +27,7 @@ def chain_summary(job_dir: Path) -> dict[str, Any]:
         "job_ids": chain.job_ids,
         "state": state,
         "reason": chain.final.get("reason") if chain.final else None,
-        "attempts": [asdict(a) for a in chain.attempts],
+        "attempts": [attempt_evidence(job_dir, asdict(a)) for a in chain.attempts],
     }
 
 
@@ -52,6 +53,7 @@ def format_chain(summary: dict[str, Any]) -> str:
             f"{a['attempt']:>3} {a['job_id'] or '-':>7} {start or '-':<19} {secs:>6} {code:>4} "
             f"{a['cause'] or '(running)':<13} {a['action'] or '-':<9} {detail}"
         )
+        lines += evidence_lines(a)
     return "\n".join(lines)
 
 

@@ -120,7 +120,8 @@ def test_fork_workers_restart_in_allocation(slurm_cluster, tmp_path: Path) -> No
     assert len(records) == 4
     for rec in records:
         i = rec["argv"].index("--run-path")
-        assert rec["argv"][i : i + 3] == ["--run-path", "--start-method=fork", TRAIN]
+        snapshot = str(job_dir / "code" / "train_resumable.py")  # the copy taken at submission
+        assert rec["argv"][i : i + 3] == ["--run-path", "--start-method=fork", snapshot]
     log = "".join(p.read_text() for p in (job_dir / "logs").glob("*.out"))
     assert "attempt 1: done, 8 steps" in log, log[-2000:]
 

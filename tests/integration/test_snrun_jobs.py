@@ -78,15 +78,16 @@ def test_one_supernode_job_lands_inside_one_supernode(slurm_cluster, tmp_path: P
 
 
 def test_slurm_errors_come_back_as_one_line(slurm_cluster, tmp_path: Path) -> None:
-    bad_part = snrun("-p", "nope", "train.py", jobs=tmp_path / "jobs", check=False)
+    script = str(EXAMPLES / "check_ranks.py")
+    bad_part = snrun("-p", "nope", script, jobs=tmp_path / "jobs", check=False)
     assert bad_part.returncode == 2
     assert bad_part.stderr.strip().splitlines() == [
         "snrun: error: -p/--partition: partition 'nope' does not exist (hint: valid: debug, main)"
     ]
-    bad_gres = snrun("--sbatch=--gres=bogus:1", "train.py", jobs=tmp_path / "jobs", check=False)
+    bad_gres = snrun("--sbatch=--gres=bogus:1", script, jobs=tmp_path / "jobs", check=False)
     assert bad_gres.returncode == 1
     lines = bad_gres.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("snrun: error: sbatch")
     assert "Traceback" not in bad_gres.stderr
-    too_big = snrun("-S", "3", "train.py", jobs=tmp_path / "jobs", check=False)
+    too_big = snrun("-S", "3", script, jobs=tmp_path / "jobs", check=False)
     assert too_big.returncode == 2 and "has only 2" in too_big.stderr

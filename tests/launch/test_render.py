@@ -14,6 +14,8 @@ from slurm_supernode.launch.jobspec import JobSpec, parse_env_items
 from slurm_supernode.site.model import EnvProfile, SlurmSettings
 from tests.placement.sites import make_site
 
+ROOT = Path(__file__).resolve().parents[2]
+
 HOSTILE = ["a b", "$(touch /tmp/snrun-pwned)", "`id`", "x\ny", "it's", '"dq"', "*", "--", ""]
 
 
@@ -30,7 +32,9 @@ def site():
 
 
 def plan(tmp_path: Path, **kw):
-    base = dict(program="train.py", program_args=tuple(HOSTILE), workdir=str(tmp_path))
+    base = dict(
+        program="train.py", program_args=tuple(HOSTILE), workdir=str(tmp_path), snapshot=False
+    )
     base.update(kw)
     return plan_job(JobSpec(**base), site(), None, jobs_root=tmp_path / "jobs", token="t0")
 
@@ -97,6 +101,7 @@ def test_module_mode_and_bad_inputs(tmp_path: Path) -> None:
 
 def test_dry_run_cli_submits_nothing(tmp_path: Path) -> None:
     """Through the real CLI: script + plan printed, no job directory written."""
+    (tmp_path / "train.py").write_text("")
     site_yaml = Path(__file__).resolve().parents[2] / "site-configs" / "local.yaml"
     if not site_yaml.exists():
         pytest.skip("bundled local.yaml not merged yet")
@@ -119,7 +124,8 @@ def test_dry_run_cli_submits_nothing(tmp_path: Path) -> None:
         ],
         capture_output=True,
         text=True,
-        env={"PATH": "/usr/bin:/bin", "SLURM_CONF": "/nonexistent"},
+        env={"PATH": "/usr/bin:/bin", "SLURM_CONF": "/nonexistent", "PYTHONPATH": str(ROOT)},
+        cwd=tmp_path,
     )
     assert out.returncode == 0, out.stderr
     assert "sbatch --job-name=train.py" in out.stdout and "world size 16" in out.stdout

@@ -100,7 +100,7 @@ def torchtitan_feasible(world, tp, cp, ep, etp, pp) -> bool:
         if etp == tp:
             return ep % cp == 0 and (dp_shard * cp) % ep == 0
         return ep % (cp * tp) == 0 and (dp_shard * cp * tp) % ep == 0
-    return etp == tp  # snrun refuses an etp torchtitan would not use (no EP, no expert TP)
+    return True  # etp has no effect when ep = 1 (torchtitan's documented rule)
 
 
 def _mesh_groups(world, shape, axes):
@@ -126,6 +126,8 @@ def _mesh_groups(world, shape, axes):
 
 def torchtitan_groups(world, tp, cp, ep, etp, pp) -> dict[str, list[list[int]]]:
     dp_shard = world // (cp * tp * pp)
+    if ep == 1:
+        etp = tp  # no EP region: experts are sharded like the dense weights (tp, dp_shard_cp)
     dense = [pp, dp_shard, cp, tp]  # pp, dp (= dp_replicate 1 x dp_shard), cp, tp
     out = {
         "pp": _mesh_groups(world, dense, [0]),

@@ -56,6 +56,8 @@ def test_table_output(site, capsys):
     lines = [line.split() for line in out.splitlines() if line.startswith(("0 ", "4 "))]
     assert lines[0][:3] == ["0", "h0", "sn00"] and lines[1][:3] == ["4", "h1", "sn01"]
     assert "ok    tp-in-node" in out
+    rows = {line.split()[0]: line.split() for line in out.splitlines() if line.startswith("dp ")}
+    assert rows["dp"][1:4] == ["dense", "4", "0,8,16,24"]  # rank 0's DP group, 8 ranks apart
 
 
 def test_large_maps_are_summarised(monkeypatch, capsys):
@@ -223,9 +225,14 @@ def test_framework_options_reach_the_plan(site, capsys):
     assert (doc["layout"]["etp"], doc["layout"]["dp"], doc["layout"]["edp"]) == (1, 8, 4)
     assert doc["layout"]["order"] == "tp-cp-ep-pp-dp"
     assert doc["groups"]["ep"]["stride"] == 1  # etp=1: EP neighbours are adjacent ranks
-    assert main([*argv, "--framework", "torchtitan"]) == 0
+    assert main([*argv, "--framework", "torchtitan"]) == 0  # torchtitan's default etp is 1
     doc = json.loads(capsys.readouterr().out)
-    assert doc["layout"]["framework"] == "torchtitan" and doc["groups"]["ep"]["stride"] == 2
+    assert doc["layout"]["framework"] == "torchtitan" and doc["layout"]["etp"] == 1
+    assert doc["groups"]["ep"]["stride"] == 1
+    assert main([*argv, "--framework", "torchtitan", "--etp", "2"]) == 0
+    assert json.loads(capsys.readouterr().out)["groups"]["ep"]["stride"] == 2
+    assert main([*argv[:-3], "--json", "--framework", "torchtitan", "--etp", "1"]) == 0
+    assert json.loads(capsys.readouterr().out)["layout"]["etp"] == 2  # no EP: etp has no effect
 
 
 @pytest.mark.parametrize(

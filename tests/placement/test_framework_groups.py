@@ -121,7 +121,7 @@ def test_refusals_give_the_frameworks_reason():
         ),
         (Layout(tp=4, ep=2, etp=2, framework="torchtitan"), "only ETP=TP or ETP=1"),
         (Layout(tp=2, cp=2, ep=2, etp=1, framework="torchtitan"), r"ep % \(cp\*tp\) == 0"),
-        (Layout(tp=2, cp=2, ep=16, pp=2, framework="torchtitan"), r"\(dp_shard\*cp\) % ep"),
+        (Layout(tp=2, cp=2, ep=16, etp=2, pp=2, framework="torchtitan"), r"\(dp_shard\*cp\) % ep"),
     ]
     for lay, message in cases:
         with pytest.raises(PlacementError, match=message) as exc:

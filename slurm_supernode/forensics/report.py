@@ -1,0 +1,37 @@
+"""What `snrun status` adds to each attempt: the cause in words and where the evidence is."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from slurm_supernode.forensics.logs import attempt_dir, first_error
+
+
+def attempt_evidence(job_dir: Path, attempt: dict[str, Any]) -> dict[str, Any]:
+    """The attempt's record plus ``error`` (the first failing rank's exception, from
+    torchelastic's error files), ``logs`` (its log folder) and ``stacks`` (stack dumps taken
+    before a hung or timed-out attempt was stopped)."""
+    out = dict(attempt)
+    n = attempt["attempt"]
+    folder = attempt_dir(job_dir, n)
+    out["logs"] = str(folder) if folder.is_dir() else None
+    out["error"] = first_error(job_dir, n) if attempt.get("cause") != "success" else None
+    stacks = folder / "stacks"
+    out["stacks"] = str(stacks) if stacks.is_dir() and any(stacks.iterdir()) else None
+    return out
+
+
+def evidence_lines(a: dict[str, Any]) -> list[str]:
+    """Indented lines under the attempt's row of the status table."""
+    lines = []
+    err = a.get("error")
+    if err:
+        who = f"rank {err['rank']}" if err.get("rank") is not None else err.get("node", "?")
+        text = f"{err['type']}: {err['message']}" if err.get("type") else err["message"]
+        more = f" (+{err['failed_ranks'] - 1} more ranks)" if err.get("failed_ranks", 1) > 1 else ""
+        lines.append(f"      cause: {who} on {err['node']}: {text}{more}")
+        lines.append(f"      log  : {err['log']}")
+    if a.get("stacks"):
+        lines.append(f"      stacks: {a['stacks']} (py-spy dump of every rank before the stop)")
+    return lines

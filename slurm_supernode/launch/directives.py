@@ -1,0 +1,156 @@
+"""``#SBATCH`` lines at the top of a training script, honoured like sbatch does.
+
+sbatch reads ``#SBATCH`` lines from the start of a script until the first line that is neither
+blank nor a comment; options given on the command line win. snrun does the same: options it
+knows (``-t``, ``-J``, ``-N``...) fill what the command line left unset, every other option goes
+to sbatch as is (before ``--sbatch`` ones, so the command line still wins). Pure.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+from slurm_supernode.errors import InputError
+
+# sbatch options snrun understands itself: option -> (JobSpec-ish field, takes a value).
+KNOWN: dict[str, tuple[str, bool]] = {
+    "-J": ("job_name", True),
+    "--job-name": ("job_name", True),
+    "-p": ("partition", True),
+    "--partition": ("partition", True),
+    "-t": ("time", True),
+    "--time": ("time", True),
+    "-A": ("account", True),
+    "--account": ("account", True),
+    "-q": ("qos", True),
+    "--qos": ("qos", True),
+    "-o": ("output", True),
+    "--output": ("output", True),
+    "-e": ("error", True),
+    "--error": ("error", True),
+    "-d": ("dependency", True),
+    "--dependency": ("dependency", True),
+    "--mail-type": ("mail_type", True),
+    "--mail-user": ("mail_user", True),
+    "-D": ("workdir", True),
+    "--chdir": ("workdir", True),
+    "-N": ("nodes", True),
+    "--nodes": ("nodes", True),
+    "--exclusive": ("exclusive", False),
+}
+# sbatch options that never take a separate value (so the next word is an option, not a value).
+_FLAGS = {
+    "--contiguous", "--hold", "-H", "--ignore-pbs", "--no-requeue", "--requeue", "--overcommit",
+    "-O", "--oversubscribe", "-s", "--parsable", "--quiet", "-Q", "--spread-job", "--test-only",
+    "--use-min-nodes", "--verbose", "-v", "--wait", "-W", "--no-kill", "-k", "--get-user-env",
+    "--exclusive", "--reboot", "--x11",
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Directive:
+    """One option from an ``#SBATCH`` line: where it was, what snrun does with it."""
+
+    line: int
+    option: str
+    value: str | None
+    field: str | None  # the snrun field it sets, None: passed to sbatch as is
+
+    @property
+    def sbatch_arg(self) -> str:
+        """The option as one sbatch argument."""
+        if self.value is None:
+            return self.option
+        sep = "=" if self.option.startswith("--") else ""
+        return f"{self.option}{sep}{self.value}"
+
+
+def directive_lines(text: str) -> list[tuple[int, str]]:
+    """(line number, text after ``#SBATCH``) of the script's leading directive block."""
+    out = []
+    for n, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line:
+            continue
+        if not line.startswith("#"):
+            break
+        if raw.startswith("#SBATCH"):
+            out.append((n, raw[len("#SBATCH") :]))
+    return out
+
+
+def parse_directives(text: str, where: str) -> list[Directive]:
+    """Every option of the leading ``#SBATCH`` lines; ``where`` names the file in errors."""
+    found: list[Directive] = []
+    for n, rest in directive_lines(text):
+        try:
+            words = shlex.split(rest, comments=True)
+        except ValueError as exc:
+            raise InputError(f"#SBATCH line: {exc}", where=f"{where}:{n}") from None
+        i = 0
+        while i < len(words):
+            word = words[i]
+            if not word.startswith("-"):
+                raise InputError(f"#SBATCH line: {word!r} is not an option", where=f"{where}:{n}")
+            option, value = word, None
+            if word.startswith("--") and "=" in word:
+                option, value = word.split("=", 1)
+            elif not word.startswith("--") and len(word) > 2:
+                option, value = word[:2], word[2:]
+            known = KNOWN.get(option)
+            takes = known[1] if known else option not in _FLAGS
+            if value is None and takes and known is not None:
+                if i + 1 >= len(words):
+                    raise InputError(f"#SBATCH {option} needs a value", where=f"{where}:{n}")
+                value, i = words[i + 1], i + 1
+            elif value is None and takes and i + 1 < len(words) and words[i + 1][:1] != "-":
+                value, i = words[i + 1], i + 1
+            found.append(Directive(n, option, value, known[0] if known else None))
+            i += 1
+    return found
+
+
+def read_directives(script: Path) -> list[Directive]:
+    """Directives of a script file; none for a file that is not text."""
+    try:
+        with open(script, "rb") as fh:
+            head = fh.read(256 * 1024)
+    except OSError:
+        return []
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError:
+        return []
+    return parse_directives(text, str(script))
+
+
+def apply_directives(
+    given: dict[str, object], directives: list[Directive], where: str = "SCRIPT"
+) -> dict[str, object]:
+    """Values for the fields the command line left unset (None), plus ``sbatch_args`` to put
+    before the command line's own. Later directives win over earlier ones, like sbatch."""
+    out: dict[str, object] = {}
+    passthrough: list[str] = []
+    for d in directives:
+        if d.field is None:
+            passthrough.append(d.sbatch_arg)
+            continue
+        if d.field == "exclusive":
+            continue  # snrun's default already
+        if given.get(d.field) is not None:
+            continue  # the command line wins
+        value: object = d.value
+        if d.field == "nodes":
+            try:
+                value = int(str(d.value))
+            except ValueError:
+                raise InputError(
+                    f"#SBATCH {d.option} {d.value!r}: snrun takes one node count",
+                    where=f"{where}:{d.line}",
+                ) from None
+        out[d.field] = value
+    if passthrough:
+        out["sbatch_args"] = tuple(passthrough)
+    return out

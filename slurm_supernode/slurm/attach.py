@@ -1,0 +1,46 @@
+"""Run a command inside a running job's allocation (``srun --jobid --overlap``).
+
+The step overlaps the job's own steps (it takes no resources from them), so it works while
+every CPU of the job is in use. Used by ``snrun attach`` and by the supervisor to collect stack
+dumps before it stops a hung attempt.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Sequence
+
+from slurm_supernode.errors import SlurmError
+from slurm_supernode.hostlist import fold
+
+
+def attach_argv(
+    job_id: int, nodes: Sequence[str], command: Sequence[str], *, pty: bool = False
+) -> list[str]:
+    """The srun command: one task on each of ``nodes`` (a pseudo-terminal for a shell)."""
+    if not nodes:
+        raise ValueError("attach needs at least one node")
+    cmd = [
+        "srun",
+        f"--jobid={job_id}",
+        "--overlap",
+        f"--nodelist={fold(list(nodes))}",
+        f"--nodes={len(nodes)}",
+        f"--ntasks={len(nodes)}",
+        "--ntasks-per-node=1",
+        "--kill-on-bad-exit=0",
+    ]
+    if pty:
+        cmd.append("--pty")
+    return [*cmd, *command]
+
+
+def run_attached(argv: Sequence[str], *, timeout: float | None = None, **kw: object) -> int:
+    """Run the srun command with the caller's terminal (or the given ``stdout=``...); its exit
+    code. A missing srun is a SlurmError like every other Slurm command."""
+    try:
+        return subprocess.run(list(argv), check=False, timeout=timeout, **kw).returncode  # type: ignore[call-overload]
+    except FileNotFoundError:
+        raise SlurmError("srun not found: Slurm is not installed") from None
+    except subprocess.TimeoutExpired:
+        raise SlurmError(f"srun --overlap did not finish within {timeout:g} s") from None

@@ -1,0 +1,131 @@
+"""See inside jobs on the real local cluster: submission hygiene, logs, status causes, attach,
+hang forensics, code snapshots."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from slurm_supernode.slurm.jobs import job_info
+from tests.integration.helpers import EXAMPLES, attempts, snrun, submit, wait_final, wait_for
+
+pytestmark = pytest.mark.slurm
+REPORT = str(EXAMPLES / "ranks_report.py")
+
+
+def scontrol_field(job_id: int, key: str) -> str:
+    out = subprocess.run(
+        ["scontrol", "show", "job", "-o", str(job_id)], capture_output=True, text=True, check=True
+    ).stdout
+    return next(w.split("=", 1)[1] for w in out.split() if w.startswith(key + "="))
+
+
+def test_missing_script_is_refused_and_nothing_is_submitted(slurm_cluster, tmp_path) -> None:
+    jobs = tmp_path / "jobs"
+    out = snrun("-S", "1", "no_such_train.py", jobs=jobs, check=False)
+    assert out.returncode == 2
+    assert (
+        out.stderr.strip()
+        .splitlines()[-1]
+        .startswith("snrun: error: SCRIPT: script 'no_such_train.py' does not exist")
+    )
+    assert not (jobs / "by-id").exists()
+
+
+def test_sbatch_time_line_is_honoured_and_the_command_line_wins(slurm_cluster, tmp_path) -> None:
+    script = tmp_path / "timed.py"
+    script.write_text("#!/usr/bin/env python\n#SBATCH --time=7\nprint('ok')\n")
+    job_id, job_dir = submit("-S", "1", "--nproc-per-node", "1", str(script), jobs=tmp_path / "j")
+    assert scontrol_field(job_id, "TimeLimit") == "00:07:00"
+    job2, _ = submit(
+        "-S", "1", "--nproc-per-node", "1", "-t", "3", str(script), jobs=tmp_path / "j"
+    )
+    assert scontrol_field(job2, "TimeLimit") == "00:03:00"
+    assert wait_final(job_dir)["state"] == "COMPLETED"
+
+
+def test_logs_rank_of_a_two_node_job(slurm_cluster, tmp_path) -> None:
+    job_id, job_dir = submit(
+        "-N", "2", "--allow-partial", "--nproc-per-node", "2", REPORT, jobs=tmp_path / "jobs"
+    )
+    assert wait_final(job_dir)["state"] == "COMPLETED"
+    one = snrun("logs", str(job_id), "--rank", "3", jobs=tmp_path / "jobs").stdout.splitlines()
+    assert one[0].startswith("[rank 3] hello from rank 3 on ")
+    assert "[rank 3 err] rank 3 stderr line" in one
+    assert all(line.startswith("[rank 3") for line in one), one
+    every = snrun("logs", str(job_id), jobs=tmp_path / "jobs").stdout
+    for r in range(4):
+        assert f"[rank {r}] hello from rank {r}" in every
+    assert "[rank 0] version v1 attempt 0" in every
+    tail = snrun("logs", str(job_id), "--rank", "0", "--stream", "stdout", "--tail", "1",
+                 jobs=tmp_path / "jobs").stdout  # fmt: skip
+    assert tail.splitlines() == ["[rank 0] version v1 attempt 0"]
+
+
+def test_failing_rank_message_in_status(slurm_cluster, tmp_path) -> None:
+    job_id, job_dir = submit(
+        "-S", "1", "--nproc-per-node", "2", "--max-restarts", "0", REPORT, "--fail-rank", "5",
+        jobs=tmp_path / "jobs",
+    )  # fmt: skip
+    assert wait_final(job_dir)["state"] == "FAILED"
+    text = snrun("status", str(job_id), jobs=tmp_path / "jobs").stdout
+    assert "rank 5" in text and "ValueError: bad learning rate on rank 5" in text, text
+    status = json.loads(snrun("status", str(job_id), "--json", jobs=tmp_path / "jobs").stdout)
+    err = status["attempts"][0]["error"]
+    assert (err["rank"], err["type"], err["message"]) == (
+        5,
+        "ValueError",
+        "bad learning rate on rank 5",
+    )
+    assert Path(err["log"]).read_text().count("ValueError: bad learning rate on rank 5") == 1
+    assert err["log"] in text
+
+
+def test_attach_runs_a_command_on_the_named_node(slurm_cluster, tmp_path) -> None:
+    jobs = tmp_path / "jobs"
+    job_id, job_dir = submit("-S", "1", "--nproc-per-node", "1", REPORT, "--sleep", "60", jobs=jobs)
+
+    def started() -> bool:  # every rank printed its first line (torch imported, group joined)
+        outs = list(job_dir.glob("logs/attempt0/*/*/attempt_0/0/stdout.log"))
+        return len(outs) == 4 and all("hello" in p.read_text() for p in outs)
+
+    wait_for(started, 90, "ranks running")
+    hosts = scontrol_field(job_id, "NodeList")
+    node = "n2" if hosts == "n[0-3]" else "n6"
+    out = snrun("attach", str(job_id), "--node", node, "--",
+                "sh", "-c", "hostname; echo $SLURMD_NODENAME", jobs=jobs)  # fmt: skip
+    assert out.stdout.split() == [socket.gethostname(), node]
+    bad = snrun("attach", str(job_id), "--node", "n99", "--", "hostname", jobs=jobs, check=False)
+    assert bad.returncode == 2 and "n99" in bad.stderr
+    if shutil.which("py-spy"):
+        stacks = snrun("attach", str(job_id), "--py-spy", "--rank", "1", jobs=jobs).stdout
+        assert "== rank 1 (local rank 0" in stacks and "main (ranks_report.py" in stacks, stacks
+    snrun("cancel", str(job_id), jobs=jobs)
+
+
+def test_requeued_job_runs_the_snapshot_after_the_file_was_edited(slurm_cluster, tmp_path) -> None:
+    from slurm_supernode.slurm.jobs import requeue
+
+    code = tmp_path / "code"
+    code.mkdir()
+    script = code / "ranks_report.py"
+    shutil.copy(REPORT, script)
+    job_id, job_dir = submit(
+        "-S", "1", "--nproc-per-node", "1", str(script), "--sleep", "120", "--sleep-attempt", "0",
+        jobs=tmp_path / "jobs",
+    )  # fmt: skip
+    wait_for(lambda: list(job_dir.glob("logs/attempt0/*/*/attempt_0/0/stdout.log")), 60, "start")
+    script.write_text(script.read_text().replace('VERSION = "v1"', 'VERSION = "v2"'))
+    requeue(job_id)  # the same job id runs again, from the top of its script
+    final = wait_final(job_dir, 240)
+    assert final["state"] == "COMPLETED", final
+    assert job_info(job_id).restart_count >= 1
+    log = snrun("logs", str(job_id), "--rank", "0", jobs=tmp_path / "jobs").stdout
+    assert "version v1 attempt" in log and "v2" not in log, log
+    assert json.loads((job_dir / "snapshot.json").read_text())["kind"] == "copy"
+    assert len(attempts(job_dir)) >= 2
