@@ -209,8 +209,13 @@ def _judge(site, facts, ns, *, job_dir: Path | None, extra=()) -> int:
     report = evaluate(site, facts, extra=extra)
     html_path = ns.html or (str(job_dir / "doctor.html") if job_dir else None)
     if html_path:
-        write_atomic(html_path, render_html(report, facts, slow_pct=site.doctor.slow_pct))
-        write_atomic(Path(html_path).with_suffix(".json"), json.dumps(report.to_dict(), indent=1))
+        try:
+            write_atomic(html_path, render_html(report, facts, slow_pct=site.doctor.slow_pct))
+            write_atomic(
+                Path(html_path).with_suffix(".json"), json.dumps(report.to_dict(), indent=1)
+            )
+        except OSError as exc:
+            raise InputError(f"cannot write {html_path}: {exc.strerror}", where="--html") from None
     if ns.json:
         print(json.dumps(report.to_dict(), indent=1))
     else:

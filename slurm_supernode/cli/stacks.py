@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
+
+from slurm_supernode.jobenv import JobEnvironment
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -13,7 +14,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "Print (or write to --out) a py-spy stack dump of every rank of the job on this node. "
         "Run on a node of the job; `snrun attach JOB --py-spy` starts it there."
     )
-    p.add_argument("--job-id", default=os.environ.get("SLURM_JOB_ID"), help="default: this job")
+    p.add_argument(
+        "--job-id", default=JobEnvironment.from_environ().job_id, help="default: this job"
+    )
     p.add_argument("--rank", type=int, action="append", help="only this rank (repeatable)")
     p.add_argument("--out", help="write rank<R>.txt files into this folder")
 
@@ -24,7 +27,7 @@ def run(ns: argparse.Namespace) -> int:
 
     if not ns.job_id:
         raise InputError("no job id: not inside a job", where="--job-id")
-    node = os.environ.get("SLURMD_NODENAME")
+    node = JobEnvironment.from_environ().nodename
     found, text = collect(
         str(ns.job_id), node, set(ns.rank) if ns.rank else None, Path(ns.out) if ns.out else None
     )

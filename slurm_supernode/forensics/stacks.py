@@ -17,6 +17,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from slurm_supernode.errors import JobError
+from slurm_supernode.jobenv import JobEnvironment
+
 PY_SPY_HINT = "py-spy is not installed on this node (pip install 'slurm-supernode[torch]')"
 
 
@@ -82,9 +85,13 @@ def rank_processes(job_id: str, node: str | None) -> list[RankProcess]:
         if "torch.distributed.run" not in argv[:4]:
             continue
         env = _environ(pid)
-        if not env or env.get("SLURM_JOB_ID") != job_id:
+        if not env:
             continue
-        if node and env.get("SLURMD_NODENAME") != node:
+        try:
+            seen = JobEnvironment.from_environ(env)  # another process's environment
+        except JobError:
+            continue
+        if str(seen.job_id) != job_id or (node and seen.nodename != node):
             continue
         launchers.append((pid, argv, env))
     found = []

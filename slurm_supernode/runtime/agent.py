@@ -203,7 +203,9 @@ def run_agent(
     )
     os.chdir(inputs.workdir or os.getcwd())
     cpu_mark = node_log_dir(job_dir, attempt, hostname) / "cpu"  # progress for hang detection
-    code, stderr_tail = run_child(launch.argv, launch.env, cpu_mark)
+    code, stderr_tail = run_child(
+        launch.argv, launch.env, shield_launcher=inputs.fork_workers, cpu_mark=cpu_mark
+    )
     from slurm_supernode.runtime import ledger
     from slurm_supernode.runtime.torchrun_report import parse_failures
 
@@ -325,16 +327,38 @@ class StderrTail:
         return bytes(self._buf[-self._keep :]).decode("utf-8", errors="replace")
 
 
+def _ignore_usr_signals() -> None:
+    import signal
+
+    signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+    signal.signal(signal.SIGUSR2, signal.SIG_IGN)
+
+
 def run_child(
-    argv: list[str], env: Mapping[str, str], cpu_mark: Path | None = None
+    argv: list[str],
+    env: Mapping[str, str],
+    *,
+    shield_launcher: bool = False,
+    cpu_mark: Path | None = None,
 ) -> tuple[int, str]:
     """Run torchrun as a child and forward signals: TERM/INT/HUP to torchrun (it stops its
     workers), USR1/USR2 to the training processes only (torchrun would die of them). Returns the
-    exit code and the tail of its stderr. ``cpu_mark`` is touched while the ranks use CPU."""
+    exit code and the tail of its stderr. ``cpu_mark`` is touched while the ranks use CPU.
+
+    ``shield_launcher`` (forked workers): slurmstepd delivers a step's signal to every process
+    of the step, torchrun included; torchrun dies of SIGUSR2, and workers forked from it die
+    with it (they are set to get SIGINT when their parent dies) before they checkpoint. So
+    torchrun starts with USR1/USR2 ignored; its forked workers inherit that until the script
+    installs its own handler (a script without one keeps running instead of dying)."""
     import signal
     import subprocess
 
-    proc = subprocess.Popen(argv, env=dict(env), stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        argv,
+        env=dict(env),
+        stderr=subprocess.PIPE,
+        preexec_fn=_ignore_usr_signals if shield_launcher else None,
+    )
     assert proc.stderr is not None
     tail = StderrTail(proc.stderr.fileno())
 

@@ -154,6 +154,7 @@ _DEFAULT_HINTS = (
 # Bounds: far above any real site, low enough that loading a typo (n[0-9999999]) or a hostile
 # file answers at once with the number instead of allocating gigabytes.
 MAX_FILE_BYTES = 64 << 20
+MAX_YAML_VALUES = 1_000_000  # after aliases are expanded ("billion laughs")
 MAX_SITE_NODES = 250_000
 MAX_SITE_DEVICES = 1_000_000
 MAX_DEVICES_PER_NODE = 1024
@@ -343,6 +344,41 @@ def _text_problems(text: str, file: str) -> list[Problem]:
     return out
 
 
+def _alias_blowup(root: yaml.Node, file: str) -> Problem | None:
+    """The first collection that aliases expand past MAX_YAML_VALUES values, or None.
+
+    Sizes are computed once per node (aliases share nodes), so this is linear in the file.
+    """
+    size: dict[int, int] = {}
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        if id(node) in size:
+            continue
+        if isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            children = [n for pair in node.value for n in pair]
+        else:
+            size[id(node)] = 1
+            continue
+        if not done:
+            stack.append((node, True))
+            stack.extend((c, False) for c in children if id(c) not in size)
+            continue
+        total = 1 + sum(size[id(c)] for c in children)
+        if total > MAX_YAML_VALUES:
+            return Problem(
+                file,
+                node.start_mark.line + 1,
+                node.start_mark.column + 1,
+                f"this value expands to more than {MAX_YAML_VALUES} YAML values through aliases",
+                "use fewer aliases of large anchors (*name)",
+            )
+        size[id(node)] = total
+    return None
+
+
 def _tag_problems(root: yaml.Node, file: str) -> list[Problem]:
     """Explicit YAML tags (!!python/object, !custom) at their positions: a site is plain data."""
     out: list[Problem] = []
@@ -397,6 +433,10 @@ def parse_site(text: str, file: str = "<string>") -> tuple[Site | None, list[Pro
         tags = _tag_problems(root, file)
         if tags:
             return None, tags
+    if root is not None and "*" in text:  # aliases are only written with '*'
+        blowup = _alias_blowup(root, file)
+        if blowup:
+            return None, [blowup]
     builder = _Builder(file)
     site = builder.build(root)
     problems = builder.problems
@@ -439,6 +479,7 @@ class _Builder:
         self.fatal = False  # a bound was exceeded: no site, only the problem
         self.suggested: set[tuple[int, str]] = set()  # (mapping, key) a typo was matched to
         self.hosts_total = 0  # hosts named so far, against MAX_SITE_NODES
+        self.override_hosts = 0  # hosts named by node_overrides so far
 
     # -- primitives --------------------------------------------------------------------
     @staticmethod
@@ -589,6 +630,17 @@ class _Builder:
             return None
         try:
             n = hostlist_size(expr.strip())
+            if not site_hosts:  # overrides name site hosts again: their own, larger budget
+                self.override_hosts += n
+                if self.override_hosts > 4 * MAX_SITE_NODES:
+                    self.err(
+                        node,
+                        f"node_overrides name {self.override_hosts} hosts in all;"
+                        f" at most {4 * MAX_SITE_NODES}",
+                        "check the overrides' hostlists (and aliases of them) for a typo",
+                    )
+                    self.fatal = True
+                    return None
             if (self.hosts_total if site_hosts else 0) + n > MAX_SITE_NODES:
                 self.err(
                     node,
@@ -611,10 +663,18 @@ class _Builder:
 
     def str_list(self, node: yaml.Node, what: str) -> tuple[str, ...] | None:
         if isinstance(node, yaml.ScalarNode) and node.tag != _NULL:
-            return tuple(x.strip() for x in node.value.split(",") if x.strip())
-        items = self.seq(node, what)
-        if items is None:
+            out = tuple(x.strip() for x in node.value.split(",") if x.strip())
+        else:
+            items = self.seq(node, what)
+            if items is None:
+                return None
+            out = None
+        n = len(out) if out is not None else len(items)
+        if n > MAX_DEVICES_PER_NODE:
+            self.err(node, f"{what} lists {n} items; at most {MAX_DEVICES_PER_NODE}")
             return None
+        if out is not None:
+            return out
         out = [self.text(item, f"{what} item") for item in items]
         return None if None in out else tuple(out)  # type: ignore[arg-type]
 
@@ -822,9 +882,6 @@ class _Builder:
         if hcas and len(set(hcas)) != len(hcas):
             dup = next(h for h in hcas if hcas.count(h) > 1)
             self.err(m["hcas"][1], f"{what}.hcas lists {dup!r} twice", "list each HCA once")
-        if hcas and len(hcas) > MAX_DEVICES_PER_NODE:
-            self.err(m["hcas"][1], f"{what}.hcas lists more than {MAX_DEVICES_PER_NODE} HCAs")
-            hcas = ()
         return NicSpec(socket_ifname=ifname, hcas=hcas or ())
 
     # -- super nodes -------------------------------------------------------------------
@@ -849,6 +906,8 @@ class _Builder:
         applies: dict[str, list[int]] = {}
         if "node_overrides" in top:
             for k, onode in enumerate(self.seq(top["node_overrides"][1], "node_overrides") or []):
+                if self.fatal:  # a bound was exceeded: the rest would only repeat it
+                    break
                 layer = self._spec_layer(onode, f"node_overrides[{k}]", 2 + k, ("nodes",))
                 overrides.append(layer)
                 if not isinstance(onode, yaml.MappingNode):

@@ -7,6 +7,7 @@ hangs and forwards signals to it.
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Mapping, Sequence
 
@@ -55,3 +56,26 @@ def run_step(
             f"{argv[0]} could not be started: {exc.strerror or exc}",
             kind=SlurmErrorKind.NOT_INSTALLED,
         ) from None
+
+
+def overlap_step(
+    job_id: int,
+    nodelist: str,
+    nodes: int,
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 1800,
+    cwd: str | os.PathLike[str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """One task per node of ``nodelist`` inside running job ``job_id`` (``snrun doctor
+    --job``), sharing the job's resources with its own steps (``--overlap``: the job keeps
+    running). Not checked: the caller reads the exit code."""
+    from slurm_supernode.slurm.runner import run_slurm
+
+    cmd = [
+        "srun", f"--jobid={job_id}", "--overlap", f"--nodelist={nodelist}", f"--nodes={nodes}",
+        f"--ntasks={nodes}", "--ntasks-per-node=1", "--kill-on-bad-exit=1", "--export=ALL",
+        *argv,
+    ]  # fmt: skip
+    return run_slurm(cmd, timeout=timeout, check=False, env=env, cwd=cwd)

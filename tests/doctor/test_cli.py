@@ -4,6 +4,7 @@ HTML page), the dry run's script, and bad input as one line with exit 2."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from slurm_supernode.cli.main import main
@@ -129,3 +130,37 @@ def test_bad_input_is_one_line_exit_2(tmp_path, capsys):
     ] or (len(err) <= 2 and "n[8-9]" in err[0])
     assert main(["doctor", "--site", SITE, "--nodes", "n[1-", "--dry-run"]) == 2
     assert "--nodes: bad hostlist" in capsys.readouterr().err
+
+
+def test_unwritable_page_is_one_line(tmp_path, capsys):
+    rc = main(
+        [
+            "doctor",
+            "--site",
+            SITE,
+            "--facts",
+            _facts_file(tmp_path),
+            "--html",
+            str(tmp_path / "facts.json" / "d.html"),  # under a file
+        ]
+    )
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and ": error: --html: cannot write" in err[0]
+
+
+def test_overlap_step_runs_srun_inside_the_running_job(tmp_path, monkeypatch):
+    from slurm_supernode.slurm.steps import overlap_step
+
+    fake = tmp_path / "srun"
+    fake.write_text('#!/bin/sh\necho "$@"; echo "port=$SNRUN_MASTER_PORT"; exit 3\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    proc = overlap_step(
+        812, "n[2-3]", 2, ["python3", "-m", "x"], env={"SNRUN_MASTER_PORT": "40001"}
+    )
+    assert proc.returncode == 3
+    assert proc.stdout.splitlines() == [
+        "--jobid=812 --overlap --nodelist=n[2-3] --nodes=2 --ntasks=2 --ntasks-per-node=1 "
+        "--kill-on-bad-exit=1 --export=ALL python3 -m x",
+        "port=40001",
+    ]

@@ -117,6 +117,7 @@ def test_doctor_inside_a_running_job_as_an_overlapping_step(site_file, tmp_path)
             "2",
             "--json",
         )
+        assert proc.stdout.startswith("{"), proc.stdout + proc.stderr
         data = json.loads(proc.stdout)
         # no failure: unknowns (no GPUs) and one warning, the job holds part of super node sn0
         findings = [f for s in data["steps"] for f in s["findings"]]

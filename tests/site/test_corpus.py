@@ -582,7 +582,7 @@ SIZES_ = [
         "hcas-too-many",
         NICS,
         "  nics: {hcas: ^[" + ",".join(f"h{k}" for k in range(1025)) + "]}",
-        "more than 1024 HCAs",
+        "lists 1025 items; at most 1024",
     ),
 ]
 
@@ -827,6 +827,28 @@ def test_every_problem_of_a_mapping_is_reported_in_order():
     assert [(ln, col) for ln, col, _ in got] == [(2, 9), (13, 9), (17, 9), (17, 26)]
     assert "missing required key 'latency_us'" in got[2][2]
     assert "bandwidth_GBps must be > 0" in got[3][2]
+
+
+def test_alias_bombs_are_refused_at_once(tmp_path, capsys):
+    """'Billion laughs': aliases of aliases expand past the bound; refused from node sizes."""
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{k}: &a{k} [{', '.join([f'*a{k - 1}'] * 10)}]" for k in range(1, 9)]
+    path = tmp_path / "bomb.yaml"
+    path.write_text("\n".join(lines) + "\n" + BASE)
+    assert main(["site", "validate", str(path)]) == 2
+    assert_one_line(capsys.readouterr().err, f"{path}:6:5: ", "expands to more than 1000000")
+
+
+def test_many_aliased_overrides_are_bounded(capsys, tmp_path):
+    hosts = ",".join(["n[0-7]"] * 12_500)  # 100,000 hosts of the site, named again and again
+    text = BASE.replace("name: t\n", f"name: t\nx: &o {{nodes: '{hosts}', cpus: 1}}\n", 1)
+    text = text.replace("x: &o", "node_overrides: [&o").replace(
+        "cpus: 1}\n", "cpus: 1}, " + ", ".join(["*o"] * 20) + "]\n", 1
+    )
+    path = tmp_path / "o.yaml"
+    path.write_text(text)
+    assert main(["site", "validate", str(path)]) == 2
+    assert_one_line(capsys.readouterr().err, f"{path}:2:", "node_overrides name")
 
 
 def test_anchors_and_aliases_are_plain_yaml():
