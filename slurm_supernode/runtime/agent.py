@@ -378,7 +378,8 @@ def run_child(
     if cpu_mark is not None:
         from slurm_supernode.forensics.hang import start_cpu_watch
 
-        watch = start_cpu_watch(lambda: _descendants(proc.pid), cpu_mark)
+        # torchrun too: with forked workers it imports torch before any worker exists
+        watch = start_cpu_watch(lambda: [proc.pid, *_descendants(proc.pid)], cpu_mark)
     code = proc.wait()
     if watch is not None:
         watch.set()

@@ -138,7 +138,7 @@ def test_rank_stuck_in_a_collective_is_detected_dumped_and_restarted(slurm_clust
     stack (py-spy), stops the attempt and restarts it; status points at the dumps."""
     jobs = tmp_path / "jobs"
     job_id, job_dir = submit(
-        "-S", "1", "--nproc-per-node", "1", "--env", "SNRUN_HANG_TIMEOUT=15",
+        "-S", "1", "--nproc-per-node", "1", "--env", "SNRUN_HANG_TIMEOUT=30",
         str(EXAMPLES / "train_resumable.py"), "--steps", "6", "--fail-attempt", "0",
         "--fail-mode", "collective", "--no-heartbeat", jobs=jobs,
     )  # fmt: skip
