@@ -38,7 +38,10 @@ def parse() -> argparse.Namespace:
     p.add_argument("--fail-always", action="store_true", help="fail in every attempt")
     p.add_argument("--fail-rank", type=int, default=1)
     p.add_argument("--fail-step", type=int, default=3)
-    p.add_argument("--fail-mode", choices=("exit", "kill", "hang"), default="exit")
+    p.add_argument(
+        "--fail-mode", choices=("exit", "kill", "hang", "collective"), default="exit"
+    )  # collective: the rank waits in a gloo recv that nobody sends (a stuck collective)
+    p.add_argument("--no-heartbeat", action="store_true", help="write no heartbeat file")
     return p.parse_args()
 
 
@@ -52,7 +55,7 @@ def main() -> int:
     attempt = int(os.environ.get("SNRUN_ATTEMPT", "0"))
     ckpt_dir = Path(os.environ.get("SNRUN_CHECKPOINT_DIR", "checkpoints"))
     ckpt = ckpt_dir / "state.json"
-    heartbeat = os.environ.get("SNRUN_HEARTBEAT_FILE")
+    heartbeat = None if args.no_heartbeat else os.environ.get("SNRUN_HEARTBEAT_FILE")
 
     state = {"step": 0, "value": 0.0}
     if ckpt.exists():
@@ -69,6 +72,8 @@ def main() -> int:
                 sys.exit(1)
             if args.fail_mode == "kill":
                 os.kill(os.getpid(), signal.SIGKILL)
+            if args.fail_mode == "collective":
+                dist.recv(torch.zeros(1), src=(rank + 1) % dist.get_world_size())
             time.sleep(3600)  # hang
         t = torch.ones(1) * (rank + 1)
         dist.all_reduce(t)

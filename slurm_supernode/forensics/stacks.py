@@ -52,31 +52,62 @@ def _parent(pid: int) -> int:
     return int(stat[stat.rindex(")") + 2 :].split()[1])
 
 
+def _cmdline(pid: int) -> list[str]:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return []
+    return [a.decode(errors="replace") for a in raw.split(b"\0") if a]
+
+
+def _flag(argv: list[str], name: str) -> int | None:
+    for arg in argv:
+        if arg.startswith(name + "="):
+            value = arg.split("=", 1)[1]
+            return int(value) if value.isdigit() else None
+    return None
+
+
 def rank_processes(job_id: str, node: str | None) -> list[RankProcess]:
-    """The job's rank processes on ``node`` (None: any), one per rank: a rank's own children
-    (data loader workers) inherit its environment and are left out. Sorted by rank."""
-    found: dict[int, RankProcess] = {}
+    """The job's rank processes on ``node`` (None: any), sorted by rank: the children of each
+    torchrun (``python -m torch.distributed.run``) of the job. A rank's own children (data
+    loader workers) are left out. The rank comes from the worker's environment (spawned
+    workers) or from torchrun's ``--node-rank`` and the child's order (forked workers, whose
+    /proc environment is torchrun's)."""
+    children: dict[int, list[int]] = {}
+    launchers = []
     for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
+        if not entry.isdigit():
             continue
-        env = _environ(int(entry))
-        if not env or "TORCHELASTIC_RESTART_COUNT" not in env:
+        pid = int(entry)
+        children.setdefault(_parent(pid), []).append(pid)
+        argv = _cmdline(pid)
+        if "torch.distributed.run" not in argv[:4]:
+            continue
+        env = _environ(pid)
+        if not env:
             continue
         try:
             seen = JobEnvironment.from_environ(env)  # another process's environment
         except JobError:
             continue
-        if str(seen.job_id) != job_id or seen.rank is None:
+        if str(seen.job_id) != job_id or (node and seen.nodename != node):
             continue
-        if node and seen.nodename != node:
-            continue
-        found[int(entry)] = RankProcess(int(entry), seen.rank, seen.local_rank or 0, env)
-    top = [
-        p
-        for p in found.values()
-        if not (_parent(p.pid) in found and found[_parent(p.pid)].rank == p.rank)
-    ]
-    return sorted(top, key=lambda p: (p.rank, p.pid))
+        launchers.append((pid, argv, env))
+    found = []
+    for pid, argv, env in launchers:
+        node_rank = _flag(argv, "--node-rank") or 0
+        nproc = _flag(argv, "--nproc-per-node") or 1
+        for local, child in enumerate(sorted(children.get(pid, []))):
+            cenv = _environ(child) or env
+            local_rank = int(cenv["LOCAL_RANK"]) if cenv.get("LOCAL_RANK", "").isdigit() else local
+            rank = (
+                int(cenv["RANK"])
+                if cenv.get("RANK", "").isdigit()
+                else node_rank * nproc + local_rank
+            )
+            found.append(RankProcess(child, rank, local_rank, {**env, **cenv}))
+    return sorted(found, key=lambda p: (p.rank, p.pid))
 
 
 def py_spy_dump(pid: int, timeout: float = 30.0) -> str:

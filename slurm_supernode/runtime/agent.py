@@ -202,7 +202,10 @@ def run_agent(
         {"argv": launch.argv, "node_rank": launch.node_rank, "env": keep},
     )
     os.chdir(inputs.workdir or os.getcwd())
-    code, stderr_tail = run_child(launch.argv, launch.env, shield_launcher=inputs.fork_workers)
+    cpu_mark = node_log_dir(job_dir, attempt, hostname) / "cpu"  # progress for hang detection
+    code, stderr_tail = run_child(
+        launch.argv, launch.env, shield_launcher=inputs.fork_workers, cpu_mark=cpu_mark
+    )
     from slurm_supernode.runtime import ledger
     from slurm_supernode.runtime.torchrun_report import parse_failures
 
@@ -332,11 +335,15 @@ def _ignore_usr_signals() -> None:
 
 
 def run_child(
-    argv: list[str], env: Mapping[str, str], *, shield_launcher: bool = False
+    argv: list[str],
+    env: Mapping[str, str],
+    *,
+    shield_launcher: bool = False,
+    cpu_mark: Path | None = None,
 ) -> tuple[int, str]:
     """Run torchrun as a child and forward signals: TERM/INT/HUP to torchrun (it stops its
     workers), USR1/USR2 to the training processes only (torchrun would die of them). Returns the
-    exit code and the tail of its stderr.
+    exit code and the tail of its stderr. ``cpu_mark`` is touched while the ranks use CPU.
 
     ``shield_launcher`` (forked workers): slurmstepd delivers a step's signal to every process
     of the step, torchrun included; torchrun dies of SIGUSR2, and workers forked from it die
@@ -367,5 +374,12 @@ def run_child(
         signal.signal(sig, to_launcher)
     for sig in (signal.SIGUSR1, signal.SIGUSR2):
         signal.signal(sig, to_workers)
+    watch = None
+    if cpu_mark is not None:
+        from slurm_supernode.forensics.hang import start_cpu_watch
+
+        watch = start_cpu_watch(lambda: _descendants(proc.pid), cpu_mark)
     code = proc.wait()
+    if watch is not None:
+        watch.set()
     return (code if code >= 0 else 128 - code), tail.text()

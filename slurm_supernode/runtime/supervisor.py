@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import signal
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from slurm_supernode.errors import SlurmError, SnrunError
+from slurm_supernode.forensics.hang import dump_stacks, hang_timeout, is_hung, last_activity
 from slurm_supernode.hostlist import fold
 from slurm_supernode.jobenv import JobEnvironment
 from slurm_supernode.launch.inputs import JobInputs, load_inputs
@@ -94,7 +96,7 @@ class SupervisorConfig:
         environ: Mapping[str, str],
         program_argv: Sequence[str] = (),
     ) -> SupervisorConfig:
-        hang = env.hang_timeout if env.hang_timeout is not None else inputs.hang_timeout
+        hang = hang_timeout(env.hang_timeout, inputs.hang_timeout)  # on by default
         startup = env.hang_startup if env.hang_startup is not None else inputs.hang_startup
         return cls(
             job_dir=job_dir,
@@ -106,7 +108,8 @@ class SupervisorConfig:
             program_argv=tuple(program_argv or inputs.program_argv),
             budgets=budgets_for(env, inputs),
             hang_timeout=hang,
-            hang_startup=startup if startup is not None else max(600.0, hang),
+            # no first heartbeat within it: only when set (a job may never write heartbeats)
+            hang_startup=startup if startup is not None else math.inf,
             preflight=inputs.preflight,
             site_file=inputs.site_file,
             sbatch_args=tuple(inputs.request["sbatch_args"]),
@@ -187,6 +190,7 @@ class Supervisor:
             self._forward(self.signal)
         hung = False
         hang_timeout = cfg.hang_timeout
+        activity, looked = started, 0.0
         while proc.poll() is None:
             time.sleep(cfg.poll)
             if hang_timeout > 0 and not hung:
@@ -195,11 +199,12 @@ class Supervisor:
                 if fresh and (marker or "").startswith("done"):
                     hang_timeout = 0.0  # the script finished its work: shutdown is no hang
                     continue
-                if fresh:  # this attempt reports progress
-                    hung = time.time() - mtime > hang_timeout
-                else:  # still starting (imports, rendezvous): a longer grace
-                    hung = time.time() - started > cfg.hang_startup
-                if hung:
+                now = time.time()
+                if not fresh and now - looked >= min(5.0, hang_timeout / 4):
+                    activity, looked = last_activity(cfg.job_dir, attempt, started), now
+                hung = is_hung(now, started, hang_timeout, cfg.hang_startup, mtime, activity)
+                if hung:  # evidence first: where every rank is stuck
+                    dump_stacks(cfg.python, cfg.job_id, hosts, cfg.job_dir, attempt, 120.0)
                     proc.send_signal(signal.SIGTERM)
         self._step = None
         rc = proc.returncode if proc.returncode >= 0 else 128 - proc.returncode

@@ -144,25 +144,30 @@ def test_forensics_env_nccl_names_follow_torch_and_user_wins() -> None:
     assert ascend == {"PYTHONPATH": f"{ERROR_HOOK_DIR}:/a"}
 
 
-def test_rank_processes_found_by_their_environment() -> None:
-    env = dict(os.environ, SLURM_JOB_ID="987654", SLURMD_NODENAME="nX", RANK="3", LOCAL_RANK="1")
-    env["TORCHELASTIC_RESTART_COUNT"] = "0"
-    code = (
+def test_rank_processes_are_the_children_of_the_jobs_torchrun() -> None:
+    """A stand-in torchrun (its argv names torch.distributed.run) with two workers that carry
+    no RANK (forked workers): ranks from --node-rank and the order; a worker's own child
+    (a data loader) is not a rank."""
+    env = dict(os.environ, SLURM_JOB_ID="987654", SLURMD_NODENAME="nX")
+    worker = (
         "import subprocess, sys, time; "
-        "c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)']); "
+        "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)']); time.sleep(30)"
+    )
+    launcher = (
+        "import subprocess, sys, time; "
+        f"ws = [subprocess.Popen([sys.executable, '-c', {worker!r}]) for _ in range(2)]; "
         "time.sleep(30)"
     )
-    proc = subprocess.Popen([sys.executable, "-c", code], env=env)
+    argv = [sys.executable, "-c", launcher, "torch.distributed.run", "--node-rank=1"]
+    proc = subprocess.Popen([*argv, "--nproc-per-node=2"], env=env)
     try:
-        time.sleep(1.0)
+        time.sleep(1.5)
         found = rank_processes("987654", "nX")
-        assert [(p.pid, p.rank, p.local_rank) for p in found] == [(proc.pid, 3, 1)]  # not its child
+        assert [(p.rank, p.local_rank) for p in found] == [(2, 0), (3, 1)]
+        assert all(p.pid != proc.pid for p in found)
         assert rank_processes("987654", "nY") == [] and rank_processes("987653", None) == []
     finally:
-        for child in subprocess.run(
-            ["pgrep", "-P", str(proc.pid)], capture_output=True, text=True
-        ).stdout.split():
-            os.kill(int(child), 9)
+        subprocess.run(["pkill", "-KILL", "-P", str(proc.pid)], check=False)
         proc.kill()
 
 
@@ -209,3 +214,55 @@ def test_logs_cli(tmp_path: Path) -> None:
     followed = logs("--follow", "--rank", "0", "--stream", "stderr")
     assert followed.returncode == 0
     assert followed.stdout.splitlines() == ["== attempt 1 ==", "[rank 0 err] err 0"]
+
+
+def test_hang_rule_heartbeat_first_then_startup_then_silence() -> None:
+    from slurm_supernode.forensics.hang import hang_timeout, is_hung
+
+    inf = float("inf")
+    # a heartbeat of this attempt is the precise signal, whatever the logs do
+    assert is_hung(100, 0, 10, inf, heartbeat=85, activity=99)
+    assert not is_hung(100, 0, 10, inf, heartbeat=95, activity=0)
+    # before one: silence of output and CPU for the timeout
+    assert is_hung(100, 0, 10, inf, heartbeat=None, activity=85)
+    assert not is_hung(100, 0, 10, inf, heartbeat=-5, activity=95)  # an old heartbeat
+    assert not is_hung(8, 0, 10, inf, heartbeat=None, activity=0)  # counted from the start
+    # a startup grace that is set: no first heartbeat within it
+    assert is_hung(31, 0, 600, 30, heartbeat=None, activity=31)
+    assert not is_hung(29, 0, 0.3, 30, heartbeat=None, activity=0)
+    assert not is_hung(1e9, 0, 0, inf, heartbeat=None, activity=0)  # 0: off
+    assert hang_timeout(None, 0.0) == 1800.0 and hang_timeout(0.0, 60.0) == 0.0
+    assert hang_timeout(None, 60.0) == 60.0 and hang_timeout(15.0, 60.0) == 15.0
+
+
+def test_activity_is_the_newest_log_or_cpu_mark(tmp_path: Path) -> None:
+    from slurm_supernode.forensics.hang import last_activity, start_cpu_watch
+
+    fake_attempt(tmp_path, 2, {"n0": 0})
+    out = next((tmp_path / "logs" / "attempt2").rglob("stdout.log"))
+    os.utime(out, (500, 500))
+    for p in (tmp_path / "logs" / "attempt2").rglob("*.log"):
+        if p != out:
+            os.utime(p, (100, 100))
+    assert last_activity(tmp_path, 2, since=50) == 500
+    stacks = tmp_path / "logs" / "attempt2" / "stacks"
+    stacks.mkdir()
+    (stacks / "rank0.txt").write_text("x")  # our own dumps are no progress of the job
+    assert last_activity(tmp_path, 2, since=50) == 500
+    # the CPU mark: touched while the watched processes burn CPU, not while they sleep
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    idle = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        marks = {}
+        for name, proc in (("busy", busy), ("idle", idle)):
+            mark = tmp_path / name / "cpu"
+            stop = start_cpu_watch(lambda p=proc: [p.pid], mark)
+            time.sleep(0.1)
+            marks[name] = (mark, stop)
+        time.sleep(6)
+        assert marks["busy"][0].exists() and not marks["idle"][0].exists()
+    finally:
+        for _, stop in marks.values():
+            stop.set()
+        busy.kill()
+        idle.kill()

@@ -164,6 +164,20 @@ def test_hang_is_stopped_and_restarted(h):
     assert h.ends() == [("hang", "restart"), ("success", "complete")]
 
 
+def test_hung_attempt_leaves_stack_dumps_before_the_stop(h):
+    env = {"SNRUN_HANG_TIMEOUT": "0.3", "SNRUN_HANG_STARTUP": "30"}
+    assert h.run({"attempts": [HUNG, DONE]}, env=env) is ExitCode.OK
+    (dump,) = [c for c in h.commands("srun") if "--overlap" in c]
+    assert "--jobid=500" in dump and "--nodelist=n[0-1]" in dump and "stacks" in dump
+    assert "main (train.py:7)" in (h.job_dir / "logs/attempt0/stacks/rank0.txt").read_text()
+
+
+def test_without_heartbeat_silence_is_a_hang_and_output_is_progress(h):
+    """No heartbeat at all: a step that writes nothing for the timeout is hung (default on)."""
+    code = h.run({"attempts": [{"hang": True}, DONE]}, env={"SNRUN_HANG_TIMEOUT": "5"})
+    assert code is ExitCode.OK and h.ends()[0] == ("hang", "restart")
+
+
 def test_hang_timeout_from_the_job_inputs(h):
     code = h.run({"attempts": [HUNG, DONE]}, hang_timeout=0.3, hang_startup=30.0)
     assert code is ExitCode.OK and h.ends()[0] == ("hang", "restart")
