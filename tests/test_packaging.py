@@ -37,13 +37,15 @@ def test_wheel_ships_templates_and_site_configs(tmp_path: Path) -> None:
 
 # Every rank calls all_gather_object, which needs numpy (torch does not depend on it).
 GLOO_JOB = """
+import sys
 import torch.distributed as dist
 dist.init_process_group("gloo")
 seen = [None] * dist.get_world_size()
 dist.all_gather_object(seen, {"rank": dist.get_rank()})
 assert [s["rank"] for s in seen] == list(range(dist.get_world_size())), seen
 import slurm_supernode.cli.main  # the package imports in the venv too
-print("rank", dist.get_rank(), "ok", flush=True)
+sys.stdout.write(f"rank {dist.get_rank()} ok\n")  # one write: ranks share the stdout
+sys.stdout.flush()
 dist.destroy_process_group()
 """
 

@@ -71,7 +71,12 @@ def test_writer_killed_mid_write_leaves_ledger_readable(tmp_path: Path) -> None:
         "    ledger.append(Path(sys.argv[1]), 'node_exit', attempt=0, node='k', seq=i); i += 1\n"
     )
     proc = subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], cwd=os.getcwd())
-    time.sleep(1.0)
+    # Kill it once it is appending (a fixed sleep lost the race on a loaded machine: the child
+    # had not finished importing), then a little later, in the middle of its loop.
+    path = ledger.ledger_path(tmp_path)
+    deadline = time.monotonic() + 60
+    while path.read_text().count('"node":"k"') < 20 and time.monotonic() < deadline:
+        time.sleep(0.05)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     ledger.append(tmp_path, "attempt_end", attempt=0, job_id=1, exit_code=0, cause="success")
