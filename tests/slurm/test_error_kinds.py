@@ -3,8 +3,6 @@ submit retry, job_info, cancel, scrontab) branch on the kind, not on the message
 
 from __future__ import annotations
 
-import stat
-
 import pytest
 
 from slurm_supernode.errors import SlurmError, SlurmErrorKind
@@ -16,21 +14,6 @@ UNREACHABLE = (
     "sbatch: error: Batch job submission failed: Unable to contact slurm controller "
     "(connect failure)"
 )
-
-
-@pytest.fixture
-def fake_bin(tmp_path, monkeypatch):
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    monkeypatch.setenv("PATH", f"{bindir}:/usr/bin:/bin")
-    monkeypatch.delenv("SLURM_CONF", raising=False)
-
-    def write(name: str, body: str) -> None:
-        path = bindir / name
-        path.write_text("#!/bin/bash\n" + body + "\n")
-        path.chmod(path.stat().st_mode | stat.S_IEXEC)
-
-    return write
 
 
 @pytest.mark.parametrize(

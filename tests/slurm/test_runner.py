@@ -4,7 +4,6 @@ minicluster (tests/data/slurm/), and error mapping with fake or missing binaries
 from __future__ import annotations
 
 import os
-import stat
 import subprocess
 from pathlib import Path
 
@@ -195,22 +194,6 @@ def test_parse_job_id_rejects_noise():
 
 
 # ----- error mapping with fake binaries ------------------------------------------------------
-
-
-@pytest.fixture
-def fake_bin(tmp_path, monkeypatch):
-    """A PATH holding only the fake Slurm commands a test writes (plus the basics)."""
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    monkeypatch.setenv("PATH", f"{bindir}:/usr/bin:/bin")
-    monkeypatch.delenv("SLURM_CONF", raising=False)
-
-    def write(name: str, body: str) -> None:
-        path = bindir / name
-        path.write_text("#!/bin/bash\n" + body + "\n")
-        path.chmod(path.stat().st_mode | stat.S_IEXEC)
-
-    return write
 
 
 def test_missing_binary_says_install(tmp_path, monkeypatch):
