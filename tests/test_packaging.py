@@ -44,7 +44,7 @@ seen = [None] * dist.get_world_size()
 dist.all_gather_object(seen, {"rank": dist.get_rank()})
 assert [s["rank"] for s in seen] == list(range(dist.get_world_size())), seen
 import slurm_supernode.cli.main  # the package imports in the venv too
-sys.stdout.write(f"rank {dist.get_rank()} ok\n")  # one write: ranks share the stdout
+sys.stdout.write(f"rank {dist.get_rank()} ok\\n")  # one write: ranks share the stdout
 sys.stdout.flush()
 dist.destroy_process_group()
 """
