@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
 from pathlib import Path
 
@@ -100,7 +99,11 @@ def test_attach_runs_a_command_on_the_named_node(slurm_cluster, tmp_path) -> Non
     node = "n2" if hosts == "n[0-3]" else "n6"
     out = snrun("attach", str(job_id), "--node", node, "--",
                 "sh", "-c", "hostname; echo $SLURMD_NODENAME", jobs=jobs)  # fmt: skip
-    assert out.stdout.split() == [socket.gethostname(), node]
+    # the host name where the cluster's slurmd run (a namespaced cluster has its own)
+    host = subprocess.run(
+        slurm_cluster.inside("hostname"), capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert out.stdout.split() == [host, node]
     bad = snrun("attach", str(job_id), "--node", "n99", "--", "hostname", jobs=jobs, check=False)
     assert bad.returncode == 2 and "n99" in bad.stderr
     if shutil.which("py-spy"):
