@@ -21,7 +21,8 @@ job=$(ls -t "$SNRUN_JOBS_DIR/by-id" | head -n1)
 dir=$(readlink -f "$SNRUN_JOBS_DIR/by-id/$job")
 echo
 echo "== job $job: what the program printed (rank 0)"
-sed -n '/^world size/,/placement/p' "$dir"/logs/slurm-*.out
+# torchrun's --tee prefixes each line with [default<local rank>]:
+sed -n 's/^\[default[0-9]*\]://; /^world size/,/placement/p' "$dir"/logs/slurm-*.out
 echo "(full log, torchrun's messages included: $(ls "$dir"/logs/slurm-*.out))"
 echo
 echo "== snrun status $job"
