@@ -143,3 +143,20 @@ def detect_features() -> SlurmFeatures:
             proc = run_slurm(["scontrol", "show", "topology", "block"], timeout=30, check=False)
             topology_text += proc.stdout if proc.returncode == 0 else ""
     return features_from(version, config, topology_text=topology_text)
+
+
+def accounting_storage(config: dict[str, str]) -> str | None:
+    """`AccountingStorageType` of `scontrol show config` (`accounting_storage/slurmdbd`), None
+    when accounting is off (`accounting_storage/none`, absent, `(null)`)."""
+    value = (config.get("AccountingStorageType") or "").strip()
+    if value in ("", "(null)", "none", "accounting_storage/none"):
+        return None
+    return value
+
+
+def detect_accounting() -> str | None:
+    """The running cluster's accounting storage (one `scontrol show config`): what decides
+    whether `sacct` (and `sacct --json`) can answer from accounting, or only `sacct -c` can."""
+    return accounting_storage(
+        parse_config(run_slurm(["scontrol", "show", "config"], timeout=30).stdout)
+    )
