@@ -141,8 +141,10 @@ class RankMap:
     # per group dimension: how many groups stay in a node / super node / cross ("inter")
     spans: dict[str, dict[str, int]] = field(default_factory=dict, compare=False)
     # per group dimension: the fewest groups any contiguous layout has crossing super nodes
-    # (capacity floor, packing.lower_bounds; None: no claim); empty for the baseline map
-    crossing_floor: dict[str, int | None] = field(default_factory=dict, compare=False)
+    # (lexicographic, placement/optimum.py; None: not computed), and how it was found ("lower
+    # bound reached" / "exact search" / None); both empty for the baseline map
+    crossing_min: dict[str, int | None] = field(default_factory=dict, compare=False)
+    crossing_min_by: dict[str, str | None] = field(default_factory=dict, compare=False)
     _by_host: dict[str, NodePlacement] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

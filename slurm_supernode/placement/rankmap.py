@@ -127,17 +127,23 @@ def supernode_capacities(nodes: list[Node]) -> tuple[list[str], list[int]]:
 
 
 def pack_nodes(nodes: list[Node], layout: Layout, nproc: int) -> list[Node]:
-    """Nodes in node-rank order: physical order, re-dealt so groups stay in super nodes.
+    """Nodes in node-rank order: physical order, re-dealt so groups stay in super nodes."""
+    return packed_nodes(nodes, layout, nproc)[0]
+
+
+def packed_nodes(nodes: list[Node], layout: Layout, nproc: int):
+    """Nodes in node-rank order, and the minimum crossings they are judged against.
 
     ``nodes`` in physical order. The packing (placement/packing.py) says which super node
     each node rank goes to; each super node's nodes take its node ranks in physical order.
+    Returns (nodes, ``optimum.Minimum``).
     """
-    from slurm_supernode.placement.packing import pack
+    from slurm_supernode.placement.packing import place
 
     names, caps = supernode_capacities(nodes)
+    slot_sn, best = place(pack_lines(layout), nproc, caps)
     if len(names) < 2:
-        return nodes
-    slot_sn = pack(pack_lines(layout), nproc, caps)
+        return nodes, best
     queues: dict[str, list[Node]] = {sn: [] for sn in names}
     for n in nodes:
         queues[n.supernode].append(n)
@@ -147,7 +153,7 @@ def pack_nodes(nodes: list[Node], layout: Layout, nproc: int) -> list[Node]:
         sn = names[k]
         out.append(queues[sn][taken[sn]])
         taken[sn] += 1
-    return out
+    return out, best
 
 
 def choose_devices(spec, nproc: int, block: int) -> tuple[int, ...]:
@@ -215,8 +221,9 @@ def build_rank_map(
     layout = checks.resolve_layout(layout or Layout(), world, nproc)
 
     placements = []
+    best = None
     if physical:
-        nodes = pack_nodes(nodes, layout, nproc)
+        nodes, best = packed_nodes(nodes, layout, nproc)
     block = layout.tp if layout.tp <= nproc else nproc
     for i, node in enumerate(nodes):
         if physical:
@@ -245,15 +252,9 @@ def build_rank_map(
         ranks=ranks,
         checks=found,
         spans={d: dict(spans[d]) for d in GROUP_DIMS},
-        crossing_floor=_crossing_floor(nodes, layout, nproc) if physical else {},
+        crossing_min=best.per_dim if best else {},
+        crossing_min_by=best.method if best else {},
     )
-
-
-def _crossing_floor(nodes: list[Node], layout: Layout, nproc: int) -> dict[str, int | None]:
-    from slurm_supernode.placement.packing import lower_bounds
-
-    _, caps = supernode_capacities(nodes)
-    return lower_bounds(pack_lines(layout), nproc, caps)
 
 
 def _place_ranks(
@@ -325,13 +326,14 @@ def rank_map_to_json(rm: RankMap, *, ranks: bool = True) -> dict:
     return out
 
 
-def _crossings(rm: RankMap, dim: str) -> dict[str, int | None]:
-    """Groups crossing a node / a super-node boundary, and the capacity floor for super nodes."""
+def _crossings(rm: RankMap, dim: str) -> dict[str, int | str | None]:
+    """Groups crossing a node / a super-node boundary, and the fewest any layout reaches."""
     spans = rm.spans.get(dim, {})
     return {
         "node": spans.get("supernode", 0) + spans.get("inter", 0),
         "supernode": spans.get("inter", 0),
-        "supernode_floor": rm.crossing_floor.get(dim),
+        "supernode_min": rm.crossing_min.get(dim),
+        "supernode_min_by": rm.crossing_min_by.get(dim),
     }
 
 
