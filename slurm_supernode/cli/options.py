@@ -184,3 +184,25 @@ class Renamed(argparse.Action):
             where=option_string,
             hint=f"use {self.new}; {self.why}" if self.why else f"use {self.new}",
         )
+
+
+def add_job_argument(p: argparse.ArgumentParser) -> None:
+    """JOB (an attempt's job id or the job directory), the same for every job sub-command."""
+    p.add_argument("job", metavar="JOB", help="Slurm job id of any attempt, or the job directory")
+
+
+def add_jobs_dir_arguments(p: argparse.ArgumentParser) -> None:
+    """Where JOB's directory is looked up: --jobs-dir, else the site's paths.jobs_dir."""
+    p.add_argument(
+        "--jobs-dir",
+        metavar="DIR",
+        help="where job directories are (default $SNRUN_JOBS_DIR, else the site's paths.jobs_dir)",
+    )
+    p.add_argument("--site", help="site name or file whose paths.jobs_dir to use ($SNRUN_SITE)")
+
+
+def job_dir_of(ns: argparse.Namespace):
+    """The job directory JOB names (an InputError that lists where it looked, if none)."""
+    from slurm_supernode.launch.jobdir import find_job_dir, jobs_root
+
+    return find_job_dir(jobs_root(ns.jobs_dir, ns.site), ns.job)
