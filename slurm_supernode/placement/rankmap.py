@@ -25,8 +25,8 @@ from slurm_supernode.placement.model import (
     GROUP_DIMS,
     Layout,
     NodePlacement,
+    RankList,
     RankMap,
-    RankPlacement,
 )
 from slurm_supernode.site.model import Node, Site
 
@@ -225,23 +225,18 @@ def build_rank_map(
     if physical:
         nodes, best = packed_nodes(nodes, layout, nproc)
     block = layout.tp if layout.tp <= nproc else nproc
+    chosen: dict[int, tuple[int, ...]] = {}  # by id(spec): nodes of one kind share their spec
     for i, node in enumerate(nodes):
         if physical:
-            devs = choose_devices(node.spec, nproc, block)
+            devs = chosen.get(id(node.spec))
+            if devs is None:
+                devs = chosen[id(node.spec)] = choose_devices(node.spec, nproc, block)
         else:
             devs = tuple(range(node.devices))[:nproc]
         placements.append(NodePlacement(node.hostname, i, node.supernode, devs))
 
-    import gc
-
-    was_enabled = gc.isenabled()
-    gc.disable()  # 100k ranks of acyclic small objects: collection passes only cost time
-    try:
-        ranks = _place_ranks(placements, layout, nproc)
-    finally:
-        if was_enabled:
-            gc.enable()
-    rm = RankMap(layout=layout, nproc_per_node=nproc, nodes=tuple(placements), ranks=ranks)
+    ranks = rank_list(tuple(placements), layout, nproc)
+    rm = RankMap(layout=layout, nproc_per_node=nproc, nodes=ranks.nodes, ranks=ranks)
     spans = checks.all_spans(rm)
     found = checks.run_checks(rm, site, spans)
     checks.raise_on_hard_failures(found, rm, site)
@@ -257,23 +252,11 @@ def build_rank_map(
     )
 
 
-def _place_ranks(
-    nodes: list[NodePlacement], layout: Layout, nproc: int
-) -> tuple[RankPlacement, ...]:
-    """The hot path (100k ranks): one pass, integer arithmetic, two small dicts per rank."""
-    dense = [(d, s, layout.size(d)) for d, s in grids.strides(layout, "dense").items()]
-    expert = [(d, s, layout.size(d)) for d, s in grids.strides(layout, "expert").items()]
-    out = []
-    append = out.append
-    rank = 0
-    for node in nodes:
-        host, nrank, sn, devs = node.hostname, node.node_rank, node.supernode, node.visible_devices
-        for local in range(nproc):
-            coords = {d: rank // s % n for d, s, n in dense}
-            ecoords = {d: rank // s % n for d, s, n in expert}
-            append(RankPlacement(rank, host, nrank, local, devs[local], sn, coords, ecoords))
-            rank += 1
-    return tuple(out)
+def rank_list(nodes: tuple[NodePlacement, ...], layout: Layout, nproc: int) -> RankList:
+    """The ranks on ``nodes`` (node-rank order), consecutive ranks filling each node."""
+    dense = tuple((d, s, layout.size(d)) for d, s in grids.strides(layout, "dense").items())
+    expert = tuple((d, s, layout.size(d)) for d, s in grids.strides(layout, "expert").items())
+    return RankList(nodes, nproc, dense, expert)
 
 
 def group_ranks(rm: RankMap, dim: str) -> list[list[int]]:
@@ -288,8 +271,9 @@ def group_ranks(rm: RankMap, dim: str) -> list[list[int]]:
     return grids.groups(rm.layout, dim, rm.world_size)
 
 
-def rank_map_to_json(rm: RankMap, *, ranks: bool = True) -> dict:
-    """The documented JSON form (docs/plan-schema.md); ``ranks=False`` leaves the rank list out."""
+def rank_map_to_json(rm: RankMap, *, ranks: bool = True, nodes: bool = True) -> dict:
+    """The documented JSON form (docs/plan-schema.md); ``ranks=False`` / ``nodes=False`` leave
+    the rank / node list out (None in its place: the fast writer fills it in)."""
     out: dict = {
         "schema": 2,
         "world_size": rm.world_size,
@@ -303,7 +287,9 @@ def rank_map_to_json(rm: RankMap, *, ranks: bool = True) -> dict:
                 "visible_devices": list(n.visible_devices),
             }
             for n in rm.nodes
-        ],
+        ]
+        if nodes
+        else None,
         "groups": _groups_json(rm),
         "ranks": None,
         "checks": [{"name": c.name, "ok": c.ok, "detail": c.detail} for c in rm.checks],
