@@ -1,0 +1,241 @@
+"""The fewest super-node crossings any contiguous layout reaches: computed apart from the packer.
+
+Why: ``snrun plan`` must show that its placement is optimal, so the minimum it prints cannot
+come from the packer it judges. The freedom is the same as the packer's: ranks fill nodes in
+order (node rank i holds ranks i*nproc ..), so a layout is an assignment of node ranks
+(*slots*) to super nodes with the allocation's node counts (devices inside a node change no
+node or super-node crossing). The target is the lexicographic minimum in priority order
+(``rankmap.PACK_PRIORITY``: TP first, then by the bytes a dimension moves): for each dimension,
+the fewest groups crossing a super-node boundary that any assignment reaches, given the
+dimensions before it at their minimum (docs/planner.md, "The minimum").
+
+Two exact ways, tried in this order (``minimum``):
+- **lower bound reached**: a bound no assignment goes below, from the super nodes' node counts
+  alone (a group whose slots outnumber the largest super node crosses; of disjoint equal slot
+  sets of size m at most sum(floor(c / m)) stay whole). A dimension is proven at its minimum
+  when some assignment reaches every bound up to it: the bounds hold for every assignment, so
+  none is lexicographically smaller. That is a proof, not an estimate; the witness is the
+  packer's map, the bound is not.
+- **exact search**: branch and bound over every assignment (super nodes of equal size are
+  interchangeable, so only one empty one is tried), pruned by the crossings already forced;
+  run when the bound is not reached and the search stays under ``SEARCH_BUDGET`` steps.
+Otherwise the minimum of that dimension and the ones after it is **not computed** (None).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+SEARCH_BUDGET = 40_000  # search steps (slot placements tried): ~0.1 s; a count, so deterministic
+SEARCH_SLOTS = 512  # deepest search (one level per node rank); larger ones are not tried
+ENUMERATE_LIMIT = 1 << 16  # ranks: groups that split nodes unevenly are listed rank by rank
+
+LOWER_BOUND = "lower bound reached"
+SEARCH = "exact search"
+
+# the slot sets of one dimension's groups that span nodes, each with how many groups it holds
+SlotSets = list[tuple[tuple[int, ...], int]]
+
+
+@dataclass(frozen=True, slots=True)
+class Minimum:
+    """Per dimension the fewest groups crossing super nodes (None: not computed), and how."""
+
+    per_dim: dict[str, int | None]
+    method: dict[str, str | None]
+    slot_sn: tuple[int, ...] | None = None  # an assignment reaching it (search only)
+
+
+def slot_sets(size: int, stride: int, nproc: int, slots: int) -> tuple[SlotSets, bool] | None:
+    """The node slots of a dimension's groups: (sets spanning nodes, disjoint and regular?).
+
+    Groups are ``base + k*stride`` (k < size) for every base with coordinate 0 (mixed radix);
+    a rank r sits on slot r // nproc. None when the groups split nodes unevenly and the world
+    is too large to list them rank by rank.
+    """
+    if size == 1:
+        return [], True
+    block = size * stride
+    if block <= nproc and nproc % block == 0:
+        return [], True  # every group inside one node
+    if stride % nproc == 0:  # one rank per slot: lines of slots stride/nproc apart
+        step = stride // nproc
+        return [
+            (tuple(first + k * step for k in range(size)), nproc)
+            for start in range(0, slots, size * step)
+            for first in range(start, start + step)
+        ], True
+    if nproc % stride == 0 and block % nproc == 0:  # each group covers a run of whole nodes
+        run = block // nproc
+        return [(tuple(range(s, s + run)), stride) for s in range(0, slots, run)], True
+    world = slots * nproc
+    if world > ENUMERATE_LIMIT:
+        return None
+    counts: dict[tuple[int, ...], int] = {}
+    for start in range(0, world, block):
+        for base in range(start, start + stride):
+            key = tuple(sorted({(base + k * stride) // nproc for k in range(size)}))
+            if len(key) > 1:
+                counts[key] = counts.get(key, 0) + 1
+    return list(counts.items()), False
+
+
+def crossings(sets: SlotSets, slot_sn: Sequence[int]) -> int:
+    """Groups on these slot sets whose slots lie in more than one super node."""
+    out = 0
+    for members, weight in sets:
+        home = slot_sn[members[0]]
+        if any(slot_sn[s] != home for s in members):
+            out += weight
+    return out
+
+
+def lower_bound(sets: SlotSets, regular: bool, capacities: Sequence[int]) -> int:
+    """Groups that cross in every assignment, from the node counts alone."""
+    largest = max(capacities)
+    forced = sum(w for m, w in sets if len(m) > largest)
+    if not regular or not sets:
+        return forced
+    size = len(sets[0][0])  # regular: disjoint sets of one size (one weight)
+    whole = min(len(sets), sum(c // size for c in capacities))
+    return sum(w for _, w in sets) - whole * sets[0][1]
+
+
+def _distinct(lines, nproc: int, slots: int):
+    """Distinct dimensions by their groups (etp = tp, edp = dp, ... share theirs)."""
+    out: list[tuple[str, tuple[SlotSets, bool] | None]] = []
+    alias: dict[str, str] = {}
+    seen: dict[tuple[int, int], str] = {}
+    for line in lines:
+        key = (line.size, line.stride)
+        if key in seen:
+            alias[line.dim] = seen[key]
+            continue
+        seen[key] = alias[line.dim] = line.dim
+        out.append((line.dim, slot_sets(line.size, line.stride, nproc, slots)))
+    return out, alias
+
+
+def minimum(
+    lines, nproc: int, capacities: Sequence[int], witness: Sequence[int] | None = None
+) -> Minimum:
+    """The lexicographic minimum of super-node crossings per dimension (module docstring).
+
+    ``lines``: the dimensions in priority order (``packing.Line``); ``capacities``: allocated
+    nodes per super node; ``witness``: an assignment (super node per slot) to test the bounds
+    with, usually the packer's.
+    """
+    slots = sum(capacities)
+    dims, alias = _distinct(lines, nproc, slots)
+    per: dict[str, int | None] = {}
+    how: dict[str, str | None] = {}
+    if len(capacities) < 2:
+        return Minimum({d: 0 for d in alias}, dict.fromkeys(alias, LOWER_BOUND))
+    reached = True
+    for dim, found in dims:
+        if found is None or not reached:
+            reached = False
+            per[dim], how[dim] = None, None
+            continue
+        sets, regular = found
+        bound = lower_bound(sets, regular, capacities)
+        if witness is not None and crossings(sets, witness) == bound:
+            per[dim], how[dim] = bound, LOWER_BOUND
+        else:
+            reached = False
+            per[dim], how[dim] = None, None
+    slot_sn = None
+    if not reached and slots <= SEARCH_SLOTS and all(f is not None for _, f in dims):
+        result = search([f[0] for _, f in dims], capacities)  # type: ignore[index]
+        if result is not None:
+            best, slot_sn = result
+            for (dim, _), value in zip(dims, best, strict=True):
+                if how[dim] is None:  # dimensions at their bound keep that (equal) proof
+                    per[dim], how[dim] = value, SEARCH
+    return Minimum(
+        {d: per[alias[d]] for d in alias},
+        {d: how[alias[d]] for d in alias},
+        tuple(slot_sn) if slot_sn is not None else None,
+    )
+
+
+def search(
+    dims: Sequence[SlotSets], capacities: Sequence[int], budget: int = SEARCH_BUDGET
+) -> tuple[tuple[int, ...], list[int]] | None:
+    """Exact lexicographic minimum by branch and bound; None when it needs more than ``budget``.
+
+    Slots are placed in order; a super node is tried only if it has room, and of the empty
+    super nodes of one size only the first (they are interchangeable). A partial assignment
+    is dropped when the groups it already splits are lexicographically no better than the
+    best complete one. The first best found (super nodes in site order first) is returned:
+    physical order whenever physical order is optimal.
+    """
+    slots = sum(capacities)
+    k = len(capacities)
+    # hyperedges: (dimension index, weight); incident edges per slot
+    edge_dim: list[int] = []
+    edge_weight: list[int] = []
+    incident: list[list[int]] = [[] for _ in range(slots)]
+    for d, sets in enumerate(dims):
+        for members, weight in sets:
+            e = len(edge_dim)
+            edge_dim.append(d)
+            edge_weight.append(weight)
+            for s in members:
+                incident[s].append(e)
+    home = [-1] * len(edge_dim)
+    cut = [False] * len(edge_dim)
+    room = list(capacities)
+    assign = [-1] * slots
+    forced = [0] * len(dims)
+    best: list[tuple[int, ...] | None] = [None]
+    best_assign: list[list[int]] = [[]]
+    steps = [0]
+    first_of_size = {}
+    for i, c in enumerate(capacities):
+        first_of_size.setdefault(c, []).append(i)
+
+    def rec(s: int) -> bool:
+        if s == slots:
+            best[0] = tuple(forced)
+            best_assign[0] = list(assign)
+            return True
+        tried_empty: set[int] = set()
+        for b in range(k):
+            if room[b] == 0:
+                continue
+            if room[b] == capacities[b]:  # empty: one per size
+                if capacities[b] in tried_empty:
+                    continue
+                tried_empty.add(capacities[b])
+            steps[0] += 1
+            if steps[0] > budget:
+                return False
+            assign[s] = b
+            room[b] -= 1
+            changed: list[int] = []
+            for e in incident[s]:
+                if home[e] < 0:
+                    home[e] = b
+                    changed.append(e)
+                elif home[e] != b and not cut[e]:
+                    cut[e] = True
+                    forced[edge_dim[e]] += edge_weight[e]
+                    changed.append(~e)
+            # completions only split more groups: go on only if this one is still ahead
+            if (best[0] is None or tuple(forced) < best[0]) and not rec(s + 1):
+                return False
+            for e in changed:
+                if e >= 0:
+                    home[e] = -1
+                else:
+                    cut[~e] = False
+                    forced[edge_dim[~e]] -= edge_weight[~e]
+            room[b] += 1
+            assign[s] = -1
+        return True
+
+    if not rec(0) or best[0] is None:
+        return None
+    return best[0], best_assign[0]
