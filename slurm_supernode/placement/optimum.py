@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-SEARCH_BUDGET = 20_000  # search steps (slot placements tried): <= ~0.15 s; a count: deterministic
+SEARCH_BUDGET = 20_000  # search steps (slot placements tried): <= ~0.4 s; a count: deterministic
 SEARCH_SLOTS = 512  # deepest search (one level per node rank); larger ones are not tried
 ENUMERATE_LIMIT = 1 << 16  # ranks: groups that split nodes unevenly are listed rank by rank
 
@@ -119,7 +119,9 @@ def after_bound(sets: SlotSets, earlier: SlotSets, capacities: Sequence[int], sl
     dimension whole in super node k has at most its q largest overlaps with earlier sets inside
     those whole ones, so it needs at least need(S) = |S| - (their sum) of the r other slots;
     whole sets are disjoint, so super node k holds at most as many as the smallest needs fit
-    in r (and floor(c_k / |S|)). Needs ``sets`` disjoint (regular).
+    in r (and floor(c_k / |S|)). The earlier sets S touches outside those q must be split
+    ones (a whole one elsewhere would split S), and only sets - sum(q) are split: S cannot be
+    whole where it needs more. Needs ``sets`` disjoint (regular).
     """
     size = len(earlier[0][0])
     owner = [-1] * slots
@@ -127,6 +129,9 @@ def after_bound(sets: SlotSets, earlier: SlotSets, capacities: Sequence[int], sl
         for x in members:
             owner[x] = t
     profiles: dict[tuple[int, ...], int] = {}  # overlap sizes (largest first) -> sets
+    closure: dict[tuple[int, ...], int] = {}  # earlier sets touched -> sets touching them
+    users: dict[int, tuple[int, ...]] = {}
+    shared = True  # closures disjoint or equal
     for members, _ in sets:
         seen: dict[int, int] = {}
         for x in members:
@@ -134,24 +139,77 @@ def after_bound(sets: SlotSets, earlier: SlotSets, capacities: Sequence[int], sl
         free = seen.pop(-1, 0)  # slots in no earlier set: never inside a whole one
         key = (free, *sorted(seen.values(), reverse=True))
         profiles[key] = profiles.get(key, 0) + 1
+        touched = tuple(sorted(seen))
+        for t in touched:
+            shared &= users.setdefault(t, touched) == touched
+        closure[touched] = closure.get(touched, 0) + (0 if free else 1)
+    # S inside whole earlier sets only: its closure (the t sets it touches) is whole in the
+    # super node; closures disjoint or equal with n such S each: floor(q / t) * n at most
+    inside = None
+    if shared and len(set(map(len, closure))) == 1 and len(set(closure.values())) == 1:
+        inside = (len(next(iter(closure))), next(iter(closure.values())))
     m = len(sets[0][0])
+    split = len(earlier) - sum(c // size for c in capacities)
     whole = 0
     for c in capacities:
         q, r = divmod(c, size)
         needs = sorted(
-            (m - sum(key[1 : 1 + q]), n) for key, n in profiles.items()
+            (m - sum(key[1 : 1 + q]), n)
+            for key, n in profiles.items()
+            if len(key) - 1 - min(q, len(key) - 1) <= split
         )  # (free slots one set needs, how many sets have that profile)
         fit = 0
+        if inside is not None:  # S inside whole sets counted apart; the others need r
+            fit = q // inside[0] * inside[1] if inside[0] else 0
+            needs = sorted((max(1, need), n) for need, n in needs)
         for need, n in needs:
             if need == 0:
                 fit += n
                 continue
-            take = min(n, (r - 0) // need) if r >= need else 0
+            take = min(n, r // need) if r >= need else 0
             fit += take
             r -= take * need
             if take < n:
                 break
         whole += min(fit, c // m)
+    whole = min(whole, len(sets))
+    return sum(w for _, w in sets) - whole * sets[0][1]
+
+
+def after_whole(sets: SlotSets, earlier: SlotSets, capacities: Sequence[int], slots: int) -> int:
+    """Groups of ``sets`` that cross in every assignment keeping all of ``earlier`` whole.
+
+    Then a super node holds every earlier set it touches whole, so a set S is whole only in
+    a super node that holds its closure: S with the earlier sets it touches. At most
+    floor(c / |S|) whole sets fit in one of c nodes (they are disjoint), none whose closure
+    is larger than c; and when the closures are disjoint or equal, of one size z, with n
+    sets each (the product shapes the frameworks make), at most floor(c / z) * n.
+    """
+    owner = [-1] * slots
+    for t, (members, _) in enumerate(earlier):
+        for x in members:
+            owner[x] = t
+    count: dict[tuple, int] = {}  # closure -> sets with it
+    size: dict[tuple, int] = {}
+    users: dict[int, tuple] = {}  # earlier set -> the closure it is in
+    shared = True
+    for members, _ in sets:
+        touched = tuple(sorted({owner[x] for x in members} - {-1}))
+        own = tuple(x for x in members if owner[x] < 0)
+        key = (touched, own)
+        if key not in count:
+            size[key] = len(own) + sum(len(earlier[t][0]) for t in touched)
+            for t in touched:
+                shared &= users.setdefault(t, key) == key
+        count[key] = count.get(key, 0) + 1
+    m = len(sets[0][0])
+    closures = sorted(size.values())
+    whole = 0
+    for c in capacities:
+        fit = min(c // m, sum(count[k] for k in count if size[k] <= c))
+        if shared and len(set(size.values())) == 1 and len(set(count.values())) == 1:
+            fit = min(fit, c // closures[0] * next(iter(count.values())))
+        whole += fit
     whole = min(whole, len(sets))
     return sum(w for _, w in sets) - whole * sets[0][1]
 
@@ -195,6 +253,7 @@ def minimum(
     have = [crossings(f[0], witness) if f else None for _, f in dims] if witness else None
     bounds: list[int] = []
     tights: list[SlotSets] = []  # tight dimensions the witness keeps at their minimum
+    wholes: list[SlotSets] = []  # dimensions whose minimum is 0: every set whole
     reached = True
     for i, (dim, found) in enumerate(dims):
         bound = 0
@@ -204,11 +263,15 @@ def minimum(
             if regular and sets:
                 for earlier in tights:
                     bound = max(bound, after_bound(sets, earlier, capacities, slots))
+                for earlier in wholes:
+                    bound = max(bound, after_whole(sets, earlier, capacities, slots))
             # the witness at the plain bound, with every dimension before at its minimum:
             # then this is the minimum and every super node holds floor(c / m) sets whole
             at_plain = reached and have is not None and have[i] == plain == bound
             if at_plain and tight(sets, regular, capacities):
                 tights.append(sets)
+            if reached and have is not None and have[i] == bound == 0 and sets and regular:
+                wholes.append(sets)
         bounds.append(bound)
         if found is not None and reached and have is not None and have[i] == bound:
             per[dim], how[dim] = bound, LOWER_BOUND
@@ -256,6 +319,15 @@ def search(
     slots = sum(capacities)
     k = len(capacities)
     floor = list(bounds) if bounds is not None else [0] * len(dims)
+    # per dimension with disjoint sets of one size and weight (regular): (size, weight) and the
+    # sets no slot of which is placed yet; at most sum(floor(room / size)) of those stay whole
+    shape: list[tuple[int, int] | None] = []
+    untouched: list[int] = []
+    for sets in dims:
+        flat = [x for m, _ in sets for x in m]
+        one = len({len(m) for m, _ in sets}) == 1 and len({w for _, w in sets}) == 1
+        shape.append((len(sets[0][0]), sets[0][1]) if one and len(set(flat)) == len(flat) else None)
+        untouched.append(len(sets))
     # hyperedges: (dimension index, weight, unplaced slots); incident edges per slot
     edge_dim: list[int] = []
     edge_weight: list[int] = []
@@ -282,7 +354,16 @@ def search(
         """Whether the groups split so far (at least their bounds) still beat the best."""
         if best[0] is None:
             return True
-        return tuple(max(f, b) for f, b in zip(forced, floor, strict=True)) < best[0]
+        low = []
+        for d, f in enumerate(forced):
+            if shape[d] is not None:
+                size, weight = shape[d]  # type: ignore[misc]
+                fit = sum(r // size for r in room)
+                f += max(0, untouched[d] - fit) * weight
+            low.append(max(f, floor[d]))
+            if low[d] != best[0][d]:  # decided at this dimension
+                return low[d] < best[0][d]
+        return False
 
     def rec(s: int) -> bool:
         if s == slots:
@@ -310,6 +391,7 @@ def search(
                     continue
                 if home[e] < 0:
                     home[e] = b
+                    untouched[edge_dim[e]] -= 1
                     changed.append(e)
                 if home[e] != b or unplaced[e] > left:
                     cut[e] = True
@@ -321,6 +403,7 @@ def search(
             for e in reversed(changed):
                 if e >= 0:
                     home[e] = -1
+                    untouched[edge_dim[e]] += 1
                 else:
                     cut[~e] = False
                     forced[edge_dim[~e]] -= edge_weight[~e]

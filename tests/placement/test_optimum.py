@@ -175,6 +175,20 @@ def test_conflict_at_scale_is_proven_by_the_bound_after_the_one_before():
     assert optimum.after_bound(sets, cp_sets, [4] * 300, 1200) == groups["pp"]
 
 
+def test_bound_after_whole_groups_proves_dp_and_pp():
+    # 18 + 16 + 18 nodes x 4 GPUs, tp 8 (two nodes), ep 8 etp 1, pp 2: every TP pair stays
+    # whole, so a DP group (13 nodes, one of each pair of its stage) needs 26 nodes: all 16
+    # cross; PP joins pairs into 4-node units, 4 + 4 + 4 of 13 fit: 8 PP groups cross
+    caps = [18, 16, 18]
+    lay = derived(Layout(tp=8, ep=8, etp=1, pp=2), sum(caps) * 4)
+    bins, best = place(pack_lines(lay), 4, caps)
+    assert best.per_dim["dp"] == 16 and best.per_dim["pp"] == 8
+    assert set(best.method.values()) == {optimum.LOWER_BOUND}
+    groups = groups_of(lay, sum(caps) * 4)
+    got = crossings(groups, 4, bins)
+    assert got["dp"] == 16 and got["pp"] == 8
+
+
 def test_not_computed_is_said_not_guessed():
     # groups that split nodes unevenly (dp stride 2 over 8-rank nodes, block 100 ranks) on 25
     # nodes: no bound reached and the search exceeds its budget
