@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-SEARCH_BUDGET = 40_000  # search steps (slot placements tried): ~0.1 s; a count, so deterministic
+SEARCH_BUDGET = 20_000  # search steps (slot placements tried): <= ~0.15 s; a count: deterministic
 SEARCH_SLOTS = 512  # deepest search (one level per node rank); larger ones are not tried
 ENUMERATE_LIMIT = 1 << 16  # ranks: groups that split nodes unevenly are listed rank by rank
 
@@ -102,6 +102,60 @@ def lower_bound(sets: SlotSets, regular: bool, capacities: Sequence[int]) -> int
     return sum(w for _, w in sets) - whole * sets[0][1]
 
 
+def tight(sets: SlotSets, regular: bool, capacities: Sequence[int]) -> bool:
+    """Whether the capacities, not the sets, limit the whole sets: then at this dimension's
+    bound every super node holds exactly floor(c / m) whole sets (used by ``after_bound``)."""
+    if not regular or not sets:
+        return False
+    size = len(sets[0][0])
+    return sum(c // size for c in capacities) < len(sets)
+
+
+def after_bound(sets: SlotSets, earlier: SlotSets, capacities: Sequence[int], slots: int) -> int:
+    """Groups of ``sets`` that cross in every assignment keeping ``earlier`` at its bound.
+
+    ``earlier``: a tight dimension before (``tight``) of set size m, so super node k holds
+    exactly q = floor(c_k / m) of its sets whole and r = c_k - q*m other slots. A set S of this
+    dimension whole in super node k has at most its q largest overlaps with earlier sets inside
+    those whole ones, so it needs at least need(S) = |S| - (their sum) of the r other slots;
+    whole sets are disjoint, so super node k holds at most as many as the smallest needs fit
+    in r (and floor(c_k / |S|)). Needs ``sets`` disjoint (regular).
+    """
+    size = len(earlier[0][0])
+    owner = [-1] * slots
+    for t, (members, _) in enumerate(earlier):
+        for x in members:
+            owner[x] = t
+    profiles: dict[tuple[int, ...], int] = {}  # overlap sizes (largest first) -> sets
+    for members, _ in sets:
+        seen: dict[int, int] = {}
+        for x in members:
+            seen[owner[x]] = seen.get(owner[x], 0) + 1
+        free = seen.pop(-1, 0)  # slots in no earlier set: never inside a whole one
+        key = (free, *sorted(seen.values(), reverse=True))
+        profiles[key] = profiles.get(key, 0) + 1
+    m = len(sets[0][0])
+    whole = 0
+    for c in capacities:
+        q, r = divmod(c, size)
+        needs = sorted(
+            (m - sum(key[1 : 1 + q]), n) for key, n in profiles.items()
+        )  # (free slots one set needs, how many sets have that profile)
+        fit = 0
+        for need, n in needs:
+            if need == 0:
+                fit += n
+                continue
+            take = min(n, (r - 0) // need) if r >= need else 0
+            fit += take
+            r -= take * need
+            if take < n:
+                break
+        whole += min(fit, c // m)
+    whole = min(whole, len(sets))
+    return sum(w for _, w in sets) - whole * sets[0][1]
+
+
 def _distinct(lines, nproc: int, slots: int):
     """Distinct dimensions by their groups (etp = tp, edp = dp, ... share theirs)."""
     out: list[tuple[str, tuple[SlotSets, bool] | None]] = []
@@ -118,13 +172,18 @@ def _distinct(lines, nproc: int, slots: int):
 
 
 def minimum(
-    lines, nproc: int, capacities: Sequence[int], witness: Sequence[int] | None = None
+    lines,
+    nproc: int,
+    capacities: Sequence[int],
+    witness: Sequence[int] | None = None,
+    *,
+    exact: bool = True,
 ) -> Minimum:
     """The lexicographic minimum of super-node crossings per dimension (module docstring).
 
     ``lines``: the dimensions in priority order (``packing.Line``); ``capacities``: allocated
     nodes per super node; ``witness``: an assignment (super node per slot) to test the bounds
-    with, usually the packer's.
+    with, usually the packer's; ``exact=False`` skips the search (bounds only).
     """
     slots = sum(capacities)
     dims, alias = _distinct(lines, nproc, slots)
@@ -132,22 +191,36 @@ def minimum(
     how: dict[str, str | None] = {}
     if len(capacities) < 2:
         return Minimum({d: 0 for d in alias}, dict.fromkeys(alias, LOWER_BOUND))
+    known = all(f is not None for _, f in dims)
+    have = [crossings(f[0], witness) if f else None for _, f in dims] if witness else None
+    bounds: list[int] = []
+    tights: list[SlotSets] = []  # tight dimensions the witness keeps at their minimum
     reached = True
-    for dim, found in dims:
-        if found is None or not reached:
-            reached = False
-            per[dim], how[dim] = None, None
-            continue
-        sets, regular = found
-        bound = lower_bound(sets, regular, capacities)
-        if witness is not None and crossings(sets, witness) == bound:
+    for i, (dim, found) in enumerate(dims):
+        bound = 0
+        if found is not None:
+            sets, regular = found
+            bound = plain = lower_bound(sets, regular, capacities)
+            if regular and sets:
+                for earlier in tights:
+                    bound = max(bound, after_bound(sets, earlier, capacities, slots))
+            # the witness at the plain bound, with every dimension before at its minimum:
+            # then this is the minimum and every super node holds floor(c / m) sets whole
+            at_plain = reached and have is not None and have[i] == plain == bound
+            if at_plain and tight(sets, regular, capacities):
+                tights.append(sets)
+        bounds.append(bound)
+        if found is not None and reached and have is not None and have[i] == bound:
             per[dim], how[dim] = bound, LOWER_BOUND
         else:
             reached = False
             per[dim], how[dim] = None, None
     slot_sn = None
-    if not reached and slots <= SEARCH_SLOTS and all(f is not None for _, f in dims):
-        result = search([f[0] for _, f in dims], capacities)  # type: ignore[index]
+    if exact and not reached and known and slots <= SEARCH_SLOTS:
+        start = None
+        if have is not None and witness is not None:
+            start = (tuple(have), list(witness))  # type: ignore[arg-type]
+        result = search([f[0] for _, f in dims], capacities, bounds=bounds, incumbent=start)  # type: ignore[index]
         if result is not None:
             best, slot_sn = result
             for (dim, _), value in zip(dims, best, strict=True):
@@ -161,27 +234,39 @@ def minimum(
 
 
 def search(
-    dims: Sequence[SlotSets], capacities: Sequence[int], budget: int = SEARCH_BUDGET
+    dims: Sequence[SlotSets],
+    capacities: Sequence[int],
+    budget: int = SEARCH_BUDGET,
+    *,
+    bounds: Sequence[int] | None = None,
+    incumbent: tuple[tuple[int, ...], list[int]] | None = None,
 ) -> tuple[tuple[int, ...], list[int]] | None:
     """Exact lexicographic minimum by branch and bound; None when it needs more than ``budget``.
 
     Slots are placed in order; a super node is tried only if it has room, and of the empty
-    super nodes of one size only the first (they are interchangeable). A partial assignment
-    is dropped when the groups it already splits are lexicographically no better than the
-    best complete one. The first best found (super nodes in site order first) is returned:
-    physical order whenever physical order is optimal.
+    super nodes of one size only the first (they are interchangeable). A group is counted as
+    crossing as soon as its slots sit in two super nodes, or its unplaced slots outnumber the
+    room left in the one it started in. A partial assignment is dropped when those counts
+    (raised to ``bounds``, which hold for every assignment) are lexicographically no better
+    than the best complete one: completions only add crossings. ``incumbent`` (crossings,
+    assignment), e.g. the packer's map, is the best to beat; it is returned when nothing beats
+    it, so the result stays exact (the search proves it). Without one the first best found
+    is returned (super nodes in site order first: physical order when that is optimal).
     """
     slots = sum(capacities)
     k = len(capacities)
-    # hyperedges: (dimension index, weight); incident edges per slot
+    floor = list(bounds) if bounds is not None else [0] * len(dims)
+    # hyperedges: (dimension index, weight, unplaced slots); incident edges per slot
     edge_dim: list[int] = []
     edge_weight: list[int] = []
+    unplaced: list[int] = []
     incident: list[list[int]] = [[] for _ in range(slots)]
     for d, sets in enumerate(dims):
         for members, weight in sets:
             e = len(edge_dim)
             edge_dim.append(d)
             edge_weight.append(weight)
+            unplaced.append(len(members))
             for s in members:
                 incident[s].append(e)
     home = [-1] * len(edge_dim)
@@ -189,12 +274,15 @@ def search(
     room = list(capacities)
     assign = [-1] * slots
     forced = [0] * len(dims)
-    best: list[tuple[int, ...] | None] = [None]
-    best_assign: list[list[int]] = [[]]
+    best: list[tuple[int, ...] | None] = [incumbent[0] if incumbent else None]
+    best_assign: list[list[int]] = [list(incumbent[1]) if incumbent else []]
     steps = [0]
-    first_of_size = {}
-    for i, c in enumerate(capacities):
-        first_of_size.setdefault(c, []).append(i)
+
+    def ahead() -> bool:
+        """Whether the groups split so far (at least their bounds) still beat the best."""
+        if best[0] is None:
+            return True
+        return tuple(max(f, b) for f, b in zip(forced, floor, strict=True)) < best[0]
 
     def rec(s: int) -> bool:
         if s == slots:
@@ -214,24 +302,30 @@ def search(
                 return False
             assign[s] = b
             room[b] -= 1
+            left = room[b]
             changed: list[int] = []
             for e in incident[s]:
+                unplaced[e] -= 1
+                if cut[e]:
+                    continue
                 if home[e] < 0:
                     home[e] = b
                     changed.append(e)
-                elif home[e] != b and not cut[e]:
+                if home[e] != b or unplaced[e] > left:
                     cut[e] = True
                     forced[edge_dim[e]] += edge_weight[e]
                     changed.append(~e)
-            # completions only split more groups: go on only if this one is still ahead
-            if (best[0] is None or tuple(forced) < best[0]) and not rec(s + 1):
+            # completions only split more groups: go on only while this one is still ahead
+            if ahead() and not rec(s + 1):
                 return False
-            for e in changed:
+            for e in reversed(changed):
                 if e >= 0:
                     home[e] = -1
                 else:
                     cut[~e] = False
                     forced[edge_dim[~e]] -= edge_weight[~e]
+            for e in incident[s]:
+                unplaced[e] += 1
             room[b] += 1
             assign[s] = -1
         return True

@@ -179,16 +179,17 @@ def pack(lines: Sequence[Line], nproc: int, capacities: Sequence[int]) -> list[i
 
 
 def place(
-    lines: Sequence[Line], nproc: int, capacities: Sequence[int]
+    lines: Sequence[Line], nproc: int, capacities: Sequence[int], *, exact: bool = True
 ) -> tuple[list[int], optimum.Minimum]:
     """Super node of every slot, and the minimum it is judged against (``optimum.minimum``).
 
     The level-by-level packing above; where it does not reach the capacity bounds and an
     exact search fits its budget (small allocations), the search's assignment is taken
-    instead, so the map sits at the minimum whenever the minimum is known.
+    instead, so the map sits at the minimum whenever the minimum is known. ``exact=False``:
+    the packing alone (no search), for callers that pack many layouts (recommend).
     """
     slot_sn = pack(lines, nproc, capacities)
-    best = optimum.minimum(lines, nproc, capacities, witness=slot_sn)
+    best = optimum.minimum(lines, nproc, capacities, witness=slot_sn, exact=exact)
     if best.slot_sn is not None:
         slot_sn = list(best.slot_sn)
     return slot_sn, best

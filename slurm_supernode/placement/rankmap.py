@@ -127,11 +127,12 @@ def supernode_capacities(nodes: list[Node]) -> tuple[list[str], list[int]]:
 
 
 def pack_nodes(nodes: list[Node], layout: Layout, nproc: int) -> list[Node]:
-    """Nodes in node-rank order: physical order, re-dealt so groups stay in super nodes."""
-    return packed_nodes(nodes, layout, nproc)[0]
+    """Nodes in node-rank order by the packing alone (no exact search): for the planner's
+    search over many layouts; ``build_rank_map`` also searches (``packed_nodes``)."""
+    return packed_nodes(nodes, layout, nproc, exact=False)[0]
 
 
-def packed_nodes(nodes: list[Node], layout: Layout, nproc: int):
+def packed_nodes(nodes: list[Node], layout: Layout, nproc: int, *, exact: bool = True):
     """Nodes in node-rank order, and the minimum crossings they are judged against.
 
     ``nodes`` in physical order. The packing (placement/packing.py) says which super node
@@ -141,7 +142,7 @@ def packed_nodes(nodes: list[Node], layout: Layout, nproc: int):
     from slurm_supernode.placement.packing import place
 
     names, caps = supernode_capacities(nodes)
-    slot_sn, best = place(pack_lines(layout), nproc, caps)
+    slot_sn, best = place(pack_lines(layout), nproc, caps, exact=exact)
     if len(names) < 2:
         return nodes, best
     queues: dict[str, list[Node]] = {sn: [] for sn in names}

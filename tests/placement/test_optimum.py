@@ -107,8 +107,7 @@ def test_issue_example_minimum_and_plan_text():
     site = make_site(3, 4, 8)
     rm = build_rank_map(site, [n.hostname for n in site.nodes], Layout(tp=8, pp=4))
     assert rm.crossing_min["dp"] == 8 and rm.crossing_min["pp"] == 24
-    assert rm.crossing_min_by["dp"] == optimum.LOWER_BOUND
-    assert rm.crossing_min_by["pp"] == optimum.SEARCH
+    assert rm.crossing_min_by["dp"] == rm.crossing_min_by["pp"] == optimum.LOWER_BOUND
     assert rm.spans["dp"]["inter"] == 8 and rm.spans["pp"]["inter"] == 24
     text = render_plan(rm)
     assert "MIN-X-SN" in text and "X-SN-FLOOR" not in text
@@ -158,6 +157,22 @@ def test_minimum_at_scale_is_proven_by_the_bound():
             assert rm.crossing_min[dim] is not None, (layout, dim)
             assert rm.spans[dim].get("inter", 0) == rm.crossing_min[dim]
         assert set(rm.crossing_min_by.values()) == {optimum.LOWER_BOUND}
+
+
+def test_conflict_at_scale_is_proven_by_the_bound_after_the_one_before():
+    # the issue's conflict on 300 super nodes x 4 nodes x 8 GPUs with tp 8, cp 3, pp 4: CP
+    # triples fill one per super node (100 cross), so every PP group crosses, which the PP
+    # bound alone (0) cannot show; too large for the search
+    site = make_site(300, 4, 8)
+    rm = build_rank_map(site, [n.hostname for n in site.nodes], Layout(tp=8, cp=3, pp=4))
+    groups = {d: rm.world_size // rm.layout.size(d) for d in ("cp", "pp")}
+    assert rm.crossing_min["cp"] == 100 * 8 and rm.spans["cp"]["inter"] == 100 * 8
+    assert rm.crossing_min["pp"] == groups["pp"] == rm.spans["pp"]["inter"]
+    assert set(rm.crossing_min_by.values()) == {optimum.LOWER_BOUND}
+    sets, regular = optimum.slot_sets(4, 2400, 8, 1200)
+    cp_sets, _ = optimum.slot_sets(3, 8, 8, 1200)
+    assert optimum.lower_bound(sets, regular, [4] * 300) == 0
+    assert optimum.after_bound(sets, cp_sets, [4] * 300, 1200) == groups["pp"]
 
 
 def test_not_computed_is_said_not_guessed():
