@@ -24,6 +24,8 @@ Otherwise the minimum of that dimension and the ones after it is **not computed*
 
 from __future__ import annotations
 
+import bisect
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -204,9 +206,15 @@ def after_whole(sets: SlotSets, earlier: SlotSets, capacities: Sequence[int], sl
         count[key] = count.get(key, 0) + 1
     m = len(sets[0][0])
     closures = sorted(size.values())
+    by_size: dict[int, int] = {}
+    for k, n in count.items():
+        by_size[size[k]] = by_size.get(size[k], 0) + n
+    sizes = sorted(by_size)
+    upto = list(itertools.accumulate(by_size[z] for z in sizes))  # sets of closure <= z
     whole = 0
     for c in capacities:
-        fit = min(c // m, sum(count[k] for k in count if size[k] <= c))
+        i = bisect.bisect_right(sizes, c)
+        fit = min(c // m, upto[i - 1] if i else 0)
         if shared and len(set(size.values())) == 1 and len(set(count.values())) == 1:
             fit = min(fit, c // closures[0] * next(iter(count.values())))
         whole += fit
@@ -260,7 +268,8 @@ def minimum(
         if found is not None:
             sets, regular = found
             bound = plain = lower_bound(sets, regular, capacities)
-            if regular and sets:
+            # the bounds given earlier dimensions only matter where this one is not reached
+            if regular and sets and (have is None or have[i] != plain):
                 for earlier in tights:
                     bound = max(bound, after_bound(sets, earlier, capacities, slots))
                 for earlier in wholes:

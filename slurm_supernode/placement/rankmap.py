@@ -160,15 +160,20 @@ def packed_nodes(nodes: list[Node], layout: Layout, nproc: int, *, exact: bool =
 def choose_devices(spec, nproc: int, block: int) -> tuple[int, ...]:
     """The ``nproc`` devices a node's ranks use, in local-rank order.
 
-    All devices: island by island. Fewer: the smallest island that holds them all (a whole
+    All devices: island by island, the islands whose size is a multiple of the block first.
+    Fewer: the smallest island that holds them all (a whole
     island fits), else whole blocks of ``block`` adjacent ranks (TP) from the largest islands
     first, then what is left in island order. Why: taking devices 0..n-1 splits TP groups
     across islands of uneven size even where one island would hold them.
     """
     order = spec.device_order
-    if nproc >= len(order):
-        return tuple(order[:nproc])
     islands = spec.device_groups
+    if nproc >= len(order):
+        # islands that hold whole blocks first, so each starts on a block boundary: with
+        # islands of 3, 2 and 3 devices and tp=2, 1 TP group crosses instead of 2
+        b = max(1, min(block, nproc))
+        ordered = [g for g in islands if len(g) % b == 0] + [g for g in islands if len(g) % b]
+        return tuple(d for g in ordered for d in g)[:nproc]
     fit = [g for g in islands if len(g) >= nproc]
     if fit:
         return tuple(min(fit, key=len)[:nproc])

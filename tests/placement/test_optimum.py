@@ -228,3 +228,19 @@ def test_slot_sets_match_the_groups():
             if len(key) > 1:
                 want[key] = want.get(key, 0) + 1
         assert dict(sets) == want
+
+
+def test_islands_that_hold_whole_tp_blocks_come_first():
+    # islands of 3, 2 and 3 devices, tp=2 on all 8: island order (0-2, 3-4, 5-7) would split
+    # two TP pairs over islands; the 2-device island first splits one (the fewest possible)
+    site = make_site(2, 2, 8, device_groups=((0, 1, 2), (3, 4), (5, 6, 7)))
+    rm = build_rank_map(site, [n.hostname for n in site.nodes], Layout(tp=2))
+    assert rm.nodes[0].visible_devices == (3, 4, 0, 1, 2, 5, 6, 7)
+    where = {d: i for i, g in enumerate(((0, 1, 2), (3, 4), (5, 6, 7))) for d in g}
+    split = sum(
+        where[rm.nodes[0].visible_devices[k]] != where[rm.nodes[0].visible_devices[k + 1]]
+        for k in range(0, 8, 2)
+    )
+    assert split == 1
+    check = next(c for c in rm.checks if c.name == "tp-in-island")
+    assert check.detail == "4 TP groups cross device islands"  # 1 per node, 4 nodes
