@@ -15,8 +15,12 @@ holds the nodes of the allocation in it: its capacity); the units left over are 
 their units of the level below and placed the same way into the room left, down to single
 slots. A whole level-j unit keeps every group of the first j dimensions inside one super node,
 so the count of whole units per level is the most the capacities allow
-(sum over super nodes of floor(capacity / unit size)). tests/placement/test_packing.py checks
-the resulting crossings against a brute-force minimum over every assignment on small cases.
+(sum over super nodes of floor(capacity / unit size)).
+
+``place`` then judges that map against the minimum computed apart from it (``optimum.py``):
+where the bounds prove it, it stays; otherwise the exact search (small allocations) either
+proves it optimal or returns a better map, which is used. tests/placement/test_optimum.py and
+test_packing.py check the crossings against a brute force over every assignment.
 
 Pure and deterministic: super nodes in site order, slots and units in rank order, ties by order.
 """
