@@ -248,9 +248,14 @@ class Supervisor:
         if d.action in (Action.REQUEUE, Action.RESUBMIT):
             exclude = self._chain_exclusions(d.exclude)
             requeue_error: SlurmError | None = None
-            if d.action is Action.REQUEUE:
+            why = d.detail
+            prefer = self._preference(d) if d.action is Action.REQUEUE else None
+            if d.action is Action.REQUEUE and (exclude or prefer) and not self._releaser_lives():
+                # the exclusions would die with the releaser: a fresh job carries them itself
+                why = f"{d.detail}; the releaser dies with the job here (proctrack/cgroup)"
+            elif d.action is Action.REQUEUE:
                 try:
-                    how = self.requeue(exclude, self._preference(d))
+                    how = self.requeue(exclude, prefer)
                     ledger.append(
                         cfg.job_dir, "requeued", job_id=cfg.job_id, exclude=list(exclude), how=how
                     )
@@ -260,8 +265,8 @@ class Supervisor:
             try:
                 new_id = self.resubmit(exclude)
             except SlurmError as exc2:
-                why = f"requeue failed ({requeue_error}); " if requeue_error else ""
-                reason = f"{d.detail}; {why}resubmit failed ({exc2})"
+                refused = f"requeue failed ({requeue_error}); " if requeue_error else ""
+                reason = f"{d.detail}; {refused}resubmit failed ({exc2})"
                 ledger.append(
                     cfg.job_dir, "final", job_id=cfg.job_id, state="FAILED", reason=reason
                 )
@@ -271,7 +276,7 @@ class Supervisor:
                 "resubmitted",
                 job_id=cfg.job_id,
                 new_job_id=new_id,
-                reason=str(requeue_error) if requeue_error else d.detail,
+                reason=str(requeue_error) if requeue_error else why,
             )
             return ExitCode.OK
         ledger.append(cfg.job_dir, "final", job_id=cfg.job_id, state="FAILED", reason=d.detail)
@@ -312,6 +317,17 @@ class Supervisor:
         new_id = jobs.submit(script, args + list(cfg.sbatch_args))
         link_job_id(cfg.job_dir.parent, cfg.job_dir, new_id)
         return new_id
+
+    def _releaser_lives(self) -> bool:
+        """Will the detached releaser outlive this job? Not under proctrack/cgroup, which kills
+        every process of the job: a requeue there would lose the exclusions (and an expedited
+        one would stay held). Unknown (controller unreachable): as before, yes."""
+        from slurm_supernode.slurm.version import detached_process_survives
+
+        try:
+            return detached_process_survives()
+        except SlurmError:
+            return True
 
     def _failed(self) -> ExitCode:
         """The chain ends FAILED. An expedited job that exits non-zero would be requeued held

@@ -168,3 +168,16 @@ def client_has_expedite(sbatch_help: str) -> bool:
     """`sbatch --help` offers `--requeue[=expedite]` (a client older than the controller may
     not have the option)."""
     return "--requeue[=expedite]" in sbatch_help or "--requeue=expedite" in sbatch_help
+
+
+def kills_detached_processes(config: dict[str, str]) -> bool:
+    """`ProctrackType=proctrack/cgroup`: every process started from the job, even one that
+    left its session (`setsid`), is in the job's cgroup and is killed when the job ends."""
+    return (config.get("ProctrackType") or "").strip() == "proctrack/cgroup"
+
+
+def detached_process_survives() -> bool:
+    """Does a process the job detaches (snrun's releaser) outlive the job on this cluster?
+    Read from `scontrol show config`; raises SlurmError if the controller is unreachable."""
+    config = parse_config(run_slurm(["scontrol", "show", "config"], timeout=30).stdout)
+    return not kills_detached_processes(config)

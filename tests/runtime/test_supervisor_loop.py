@@ -304,3 +304,26 @@ def test_failed_chain_without_expedite_leaves_requeue_alone(h):
     failed = {"exits": {"n0": 1, "n1": 0}, "rc": 1, "heartbeat": "step 1"}
     assert h.run({"attempts": [failed, failed]}) is ExitCode.FAILED
     assert not any(c[0] == "update" for c in h.commands("scontrol"))
+
+
+@pytest.mark.parametrize("request_", [EXPEDITE, None])
+def test_where_the_releaser_dies_with_the_job_a_fresh_job_carries_the_exclusions(h, request_):
+    """proctrack/cgroup kills every process of the job, the detached releaser too: a requeue
+    would lose the exclusions (and an expedited one would stay held), so the supervisor submits
+    a fresh job with --exclude instead, on every version."""
+    lost = {"exits": {"n0": 0}, "rc": 1}
+    scenario = {"attempts": [lost], "bad_nodes": ["n1"], "proctrack": "proctrack/cgroup"}
+    extra = {"request": request_} if request_ else {}
+    assert h.run(scenario, **extra) is ExitCode.OK
+    assert h.released == [] and not any("requeue" in c[0] for c in h.commands("scontrol"))
+    (args,) = h.commands("sbatch")
+    assert args[:3] == ["--parsable", "--dependency=afterany:500", "--exclude=n1"]
+    rec = list(ledger.read(h.job_dir))[-1]
+    assert rec["event"] == "resubmitted" and "proctrack/cgroup" in rec["reason"]
+
+
+def test_under_cgroup_a_requeue_without_exclusions_stays_a_requeue(h):
+    usr2 = {"signal_parent": "USR2", "exits": {"n0": 0, "n1": 0}, "rc": 0}
+    scenario = {"attempts": [usr2], "proctrack": "proctrack/cgroup"}
+    assert h.run(scenario, request=EXPEDITE) is ExitCode.OK
+    assert ["requeue", "500"] in h.commands("scontrol") and h.commands("sbatch") == []

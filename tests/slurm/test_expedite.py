@@ -74,3 +74,14 @@ def test_facts_carry_detection_to_the_plan(fake_bin, tmp_path, monkeypatch, para
     monkeypatch.setattr(nodes, "partition_infos", lambda *a, **k: [])
     facts = gather_facts(make_site(2, 4, 8), required=True)
     assert facts is not None and facts.expedited_requeue is (params != "(null)")
+
+
+@pytest.mark.parametrize(
+    ("proctrack", "survives"),
+    [("proctrack/cgroup", False), ("proctrack/linuxproc", True), ("proctrack/pgid", True)],
+)
+def test_the_releaser_survives_except_under_proctrack_cgroup(fake_bin, proctrack, survives):
+    from slurm_supernode.slurm.version import detached_process_survives
+
+    fake_bin("scontrol", f"echo 'ProctrackType           = {proctrack}'")
+    assert detached_process_survives() is survives
