@@ -9,6 +9,8 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1
 # from Debian roots in namespaces, see contrib/minicluster/README.md) and which topology.
 SLURM ?= host
 TOPOLOGY ?= tree
+# EXPEDITE=1: SlurmctldParameters=enable_expedited_requeue (Slurm >= 25.11: 26.05 here)
+EXPEDITE ?= 0
 MC := bash contrib/minicluster/minicluster
 
 install:  ## apt (Slurm, munge, debootstrap) + pip (the package, dev tools, CPU torch); idempotent
@@ -34,7 +36,8 @@ roots:  ## build (once) the Debian roots of Slurm 24.11 (trixie) and 26.05 (fork
 	$(MC) build --slurm 26.05
 
 integration:  ## the slurm-marked tests on one cluster: make integration SLURM=24.11 TOPOLOGY=block
-	SNRUN_SLURM=$(SLURM) SNRUN_TOPOLOGY=$(TOPOLOGY) $(PYTHON) -m pytest -q -m slurm
+	SNRUN_SLURM=$(SLURM) SNRUN_TOPOLOGY=$(TOPOLOGY) SNRUN_MC_EXPEDITED_REQUEUE=$(EXPEDITE) \
+	  $(PYTHON) -m pytest -q -m slurm
 
 # What CI runs: lint, the unit tests once, the integration tests on 22.05 (tree) and on
 # 24.11 (block). ~30 min on 2 cores.
@@ -44,16 +47,17 @@ test: install lint
 	$(MC) build --slurm 24.11
 	$(MAKE) --no-print-directory integration SLURM=24.11 TOPOLOGY=block
 
-# The newest Slurm: 26.05 (Debian forky) with topology.yaml (blocks as the cluster default).
+# The newest Slurm: 26.05 (Debian forky) with topology.yaml (blocks as the cluster default) and
+# expedited requeues enabled.
 test-slurm: install
 	$(MC) build --slurm 26.05
-	$(MAKE) --no-print-directory integration SLURM=26.05 TOPOLOGY=yaml
+	$(MAKE) --no-print-directory integration SLURM=26.05 TOPOLOGY=yaml EXPEDITE=1
 
 bench: install
 	bash bench/run_all.sh
 
 cluster-up:
-	$(MC) up --slurm $(SLURM) --topology $(TOPOLOGY)
+	SNRUN_MC_EXPEDITED_REQUEUE=$(EXPEDITE) $(MC) up --slurm $(SLURM) --topology $(TOPOLOGY)
 
 cluster-down:
 	$(MC) down --slurm $(SLURM)

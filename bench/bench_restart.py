@@ -10,13 +10,16 @@
                             without it; from the loss to the next attempt running
   plain --requeue           Slurm's own path: the job runs `scontrol requeue` on itself and
                             waits out cred_expire (10 s on the local cluster, 120 s by default)
+  --requeue=expedite        the same with expedite, where the cluster allows it (Slurm 25.11+
+                            with SlurmctldParameters=enable_expedited_requeue; snrun's own jobs
+                            then use it too: the requeue and lost-node lines say which path ran)
 
 Any minicluster version: SNRUN_MC_SLURM (host, 24.11, 26.05; `bench/run_all.sh` sets it) says
 which, so processes of a namespaced cluster are signalled inside (`minicluster exec`).
 
 "Running" = the training script's first heartbeat of the next attempt. Needs `make cluster-up`.
 
-    python3 bench/bench_restart.py [--only in-allocation,requeue,lost-node,plain]
+    python3 bench/bench_restart.py [--only in-allocation,requeue,lost-node,plain,expedite]
 """
 
 from __future__ import annotations
@@ -68,6 +71,25 @@ def ledger(job_dir: Path) -> list[dict]:
     return [json.loads(x) for x in p.read_text().splitlines()] if p.exists() else []
 
 
+def job_state(job_dir: Path) -> str:
+    """What Slurm says about the chain's jobs now (for a scenario that gave up)."""
+    ids = sorted({str(r["job_id"]) for r in ledger(job_dir) if "job_id" in r})
+    out = []
+    for job in ids:
+        proc = subprocess.run(
+            ["scontrol", "show", "job", job], env=ENV, capture_output=True, text=True
+        )
+        words = [w for w in proc.stdout.split() if w.split("=")[0] in SHOWN]
+        out.append(f"job {job}: {' '.join(words) or proc.stderr.strip()}")
+    nodes = subprocess.run(
+        ["sinfo", "-N", "-h", "-o", "%N %T %E"], env=ENV, capture_output=True, text=True
+    )
+    return "; ".join(out) + "; nodes: " + ", ".join(nodes.stdout.split("\n")).strip(", ")
+
+
+SHOWN = {"JobState", "Reason", "Restarts", "NodeList", "ExcNodeList", "BatchHost", "StartTime"}
+
+
 def watch(job_dir: Path, on_step=None, timeout: float = 300) -> float:
     """Poll the heartbeat until attempt 1 reports; returns that moment (epoch seconds)."""
     hb = job_dir / "heartbeat"
@@ -85,7 +107,15 @@ def watch(job_dir: Path, on_step=None, timeout: float = 300) -> float:
             on_step()
             done_hook = True
         time.sleep(0.05)
-    raise SystemExit(f"no second attempt within {timeout}s: {ledger(job_dir)}")
+    raise SystemExit(
+        f"no second attempt within {timeout}s: {ledger(job_dir)}; Slurm: {job_state(job_dir)}"
+    )
+
+
+def requeue_how(job_dir: Path) -> str:
+    """Which path the requeue took: the supervisor's (ledger `how`) or Slurm's own."""
+    hows = [r.get("how", "?") for r in ledger(job_dir) if r["event"] == "requeued"]
+    return ",".join(hows) if hows else "by Slurm"
 
 
 def crash_time(job_dir: Path) -> float:
@@ -138,7 +168,8 @@ def requeue_excluding(jobs: Path) -> tuple[float, float, str]:
             sh("scontrol", "update", f"nodename={victim[0]}", "state=resume")
     crash = crash_time(d)
     starts = [r for r in ledger(d) if r["event"] == "attempt_start"]
-    return starts[-1]["time"] - crash, running - crash, f"{victim[0]} -> {starts[-1]['nodes']}"
+    moved = f"{victim[0]} -> {starts[-1]['nodes']}, {requeue_how(d)}"
+    return starts[-1]["time"] - crash, running - crash, moved
 
 
 def inside(*argv: str) -> list[str]:
@@ -195,10 +226,13 @@ def lost_node(jobs: Path) -> tuple[float, float, str]:
                 time.sleep(0.5)
     at = float(lost["at"])  # type: ignore[arg-type]
     starts = [r for r in ledger(d) if r["event"] == "attempt_start"]
-    return starts[-1]["time"] - at, running - at, f"{lost['victim']} -> {starts[-1]['nodes']}"
+    moved = f"{lost['victim']} -> {starts[-1]['nodes']}, {requeue_how(d)}"
+    return starts[-1]["time"] - at, running - at, moved
 
 
-def plain_requeue(tmp: Path) -> float:
+def plain_requeue(tmp: Path, requeue: str = "--requeue") -> float:
+    for old in ("crash", "rerun"):
+        (tmp / old).unlink(missing_ok=True)
     script = tmp / "plain.sh"
     script.write_text(
         "#!/bin/bash\n"
@@ -212,7 +246,7 @@ def plain_requeue(tmp: Path) -> float:
         "-N4",
         "--exclusive",
         "--constraint=[sn0|sn1]",
-        "--requeue",
+        requeue,
         "-o",
         "/dev/null",
         str(script),
@@ -225,7 +259,7 @@ def plain_requeue(tmp: Path) -> float:
     return float((tmp / "rerun").read_text()) - float((tmp / "crash").read_text())
 
 
-SCENARIOS = ("in-allocation", "requeue", "lost-node", "plain")
+SCENARIOS = ("in-allocation", "requeue", "lost-node", "plain", "expedite")
 
 
 def main() -> None:
@@ -241,7 +275,13 @@ def main() -> None:
     conf = Path(ENV["SLURM_CONF"]).read_text()
     cred = next((ln for ln in conf.splitlines() if "cred_expire" in ln and "=" in ln), "default")
     version = sh("sinfo", "--version").strip()
-    print(f"# bench_restart on {platform.node()}: {os.cpu_count()} CPUs; {version}; {cred.strip()}")
+    from slurm_supernode.slurm.version import detect_features
+
+    expedite = detect_features().expedited_requeue
+    print(
+        f"# bench_restart on {platform.node()}: {os.cpu_count()} CPUs; {version}; {cred.strip()};"
+        f" expedited requeue {'on' if expedite else 'off'}; load average {os.getloadavg()[0]:.1f}"
+    )
     with tempfile.TemporaryDirectory() as t:
         tmp = Path(t)
         runs = ((" --no-fork-workers", ("--no-fork-workers",)), (" (default: fork workers)", ()))
@@ -271,6 +311,15 @@ def main() -> None:
                 f"plain --requeue       : crash -> batch script rerun {c:5.1f} s (Slurm waits "
                 "cred_expire; 120 s with Slurm's default)"
             )
+        if "expedite" in only:
+            if expedite:
+                e = plain_requeue(tmp, "--requeue=expedite")
+                print(f"--requeue=expedite    : crash -> batch script rerun {e:5.1f} s")
+            else:
+                print(
+                    "--requeue=expedite    : not allowed on this cluster (no SlurmctldParameters="
+                    "enable_expedited_requeue, or a client without the option)"
+                )
 
 
 if __name__ == "__main__":

@@ -122,6 +122,15 @@ def _expand_1d(piece: str, segs: list[str | list[str]]) -> list[str]:
     for r in segs[k]:
         if _range_size(r) > MAX_HOSTS:  # before RangeSet, which would build the whole set
             raise HostlistError(f"'{piece}' expands to more than {MAX_HOSTS} hosts")
+        lo, dash, hi = r.partition("-")
+        if dash and lo.isdigit() and hi.isdigit():  # checked LO-HI: no RangeSet needed
+            # equal widths: every number between has that width (zero-padded or not);
+            # unequal widths never pad (_check_range refuses '08-12'), as RangeSet does
+            width = len(lo) if len(lo) == len(hi) else 0
+            if len(hosts) + int(hi) - int(lo) + 1 > MAX_HOSTS:
+                raise HostlistError(f"'{piece}' expands to more than {MAX_HOSTS} hosts")
+            hosts += [f"{prefix}{i:0{width}d}{suffix}" for i in range(int(lo), int(hi) + 1)]
+            continue
         try:
             rs = RangeSet(r)
         except (RangeSetException, ValueError, IndexError):

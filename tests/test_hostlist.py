@@ -109,3 +109,26 @@ def test_string_allocation_with_duplicates_is_refused():
     assert parse_hosts("n[3,1]") == ["n3", "n1"]
     with pytest.raises(PlacementError, match="duplicate"):
         parse_hosts("n[0-3],n1")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(0, 5000),
+    st.integers(0, 300),
+    st.integers(1, 6),
+    st.booleans(),
+    st.sampled_from(["", "-ib", ".x"]),
+)
+def test_one_range_expands_as_clustershell_does(lo, span, width, pad, suffix):
+    """The LO-HI fast path (no RangeSet) gives NodeSet's names, padded or not, in order."""
+    from ClusterShell.NodeSet import RESOLVER_NOGROUP, NodeSet
+
+    hi = lo + span
+    if pad:
+        w = max(width, len(str(hi)))
+        r = f"{lo:0{w}d}-{hi:0{w}d}"
+    else:
+        r = f"{lo}-{hi}"
+    expr = f"gb[{r}]{suffix}"
+    want = list(NodeSet(expr, resolver=RESOLVER_NOGROUP))
+    assert expand(expr) == want

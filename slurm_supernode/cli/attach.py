@@ -5,18 +5,19 @@ from __future__ import annotations
 import argparse
 import functools
 
+from slurm_supernode.cli.options import add_job_argument, add_jobs_dir_arguments, job_dir_of
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.description = (
         "Run a shell (default) or CMD on a node of the running job, beside its ranks "
         "(srun --jobid --overlap). --py-spy prints a live stack dump of the ranks instead."
     )
-    p.add_argument("job", metavar="JOB", help="job id or job directory")
+    add_job_argument(p)
     p.add_argument("--node", help="node to run on (default: the job's first node)")
     p.add_argument("--py-spy", action="store_true", help="live stack dump of the ranks")
     p.add_argument("--rank", type=int, action="append", help="with --py-spy: only this rank")
-    p.add_argument("--jobs-dir")
-    p.add_argument("--site")
+    add_jobs_dir_arguments(p)
     p.add_argument("command", nargs="*", metavar="-- CMD", help="command to run (default: a shell)")
     # argparse cannot take options after JOB and then `-- CMD` (it fills the positionals at
     # once): everything after the first `--` is the command, as the usage line says.
@@ -46,7 +47,6 @@ def run(ns: argparse.Namespace) -> int:
     from slurm_supernode.forensics.logs import current_job_id
     from slurm_supernode.hostlist import expand
     from slurm_supernode.launch.inputs import load_inputs
-    from slurm_supernode.launch.jobdir import find_job_dir, jobs_root
     from slurm_supernode.slurm.attach import attach_argv, run_attached
     from slurm_supernode.slurm.jobs import job_info
 
@@ -55,7 +55,7 @@ def run(ns: argparse.Namespace) -> int:
         raise InputError("--rank goes with --py-spy", where="--rank")
     if ns.py_spy and command:
         raise InputError("give either --py-spy or a command", where="--py-spy")
-    job_dir = find_job_dir(jobs_root(ns.jobs_dir, ns.site), ns.job)
+    job_dir = job_dir_of(ns)
     job_id = current_job_id(job_dir)
     info = job_info(job_id) if job_id else None
     if info is None or not info.running or not info.nodelist:

@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 
 from slurm_supernode.bench.model import BACKENDS
-from slurm_supernode.cli.options import non_negative, positive
+from slurm_supernode.cli.options import add_service_job_arguments, non_negative, positive
 from slurm_supernode.jobenv import JobEnvironment
 
 # (dest, flag) of every job option, in the order they are written back for a schedule.
@@ -53,21 +53,7 @@ def add_job_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--iters", type=positive, default=20, help="timed operations (20)")
     p.add_argument("--warmup", type=non_negative, default=5, help="untimed operations first (5)")
     p.add_argument("--backend", choices=BACKENDS, default="auto")
-    p.add_argument("--db", metavar="PATH", help="results database (default: the site's)")
-    p.add_argument("-t", "--time", help="time limit of the bench job")
-    p.add_argument("-p", "--partition")
-    p.add_argument(
-        "--env-profile",
-        dest="profile",
-        action="append",
-        default=[],
-        metavar="NAME",
-        help="extra env profile of the site (repeatable)",
-    )
-    # The old name (sbatch's --profile is acct_gather profiling) still works here: schedules
-    # installed before the rename replay it from the registry and from scrontab lines.
-    p.add_argument("--profile", dest="profile", action="append", help=argparse.SUPPRESS)
-    p.add_argument("--jobs-dir", help="where job directories go (default: the site's)")
+    add_service_job_arguments(p, "bench", None)
 
 
 def add_schedule_arguments(p: argparse.ArgumentParser) -> None:

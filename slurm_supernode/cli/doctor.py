@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from slurm_supernode.bench.model import BACKENDS
+from slurm_supernode.cli.options import add_service_job_arguments
 from slurm_supernode.errors import InputError, JobError
 from slurm_supernode.jobenv import JobEnvironment
 
@@ -57,19 +58,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--size", type=_size, help="largest all-reduce (default: site doctor.size)")
     p.add_argument("--iters", type=_positive, help="timed all-reduces per size")
     p.add_argument("--checkpoint-dir", help="also test this directory (site doctor.checkpoint_dir)")
-    p.add_argument("--db", metavar="PATH", help="results database (default: the site's)")
-    p.add_argument("-t", "--time", default="00:30:00", help="time limit of the doctor job")
-    p.add_argument("-p", "--partition")
-    p.add_argument(
-        "--env-profile",
-        dest="profile",
-        action="append",
-        default=[],
-        metavar="NAME",
-        help="extra env profile of the site (repeatable)",
-    )
-    p.add_argument("--profile", dest="profile", action="append", help=argparse.SUPPRESS)  # old
-    p.add_argument("--jobs-dir", help="where job directories go (default: the site's)")
+    add_service_job_arguments(p, "doctor", "00:30:00")
     p.add_argument("--timeout", type=float, default=3600, help="seconds to wait for the job")
     p.add_argument("--html", metavar="OUT", help="HTML page (default: doctor.html in the job dir)")
     p.add_argument("--dry-run", action="store_true", help="print the job script; submit nothing")

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import argparse
 
+from slurm_supernode.cli.options import add_job_argument, add_jobs_dir_arguments, job_dir_of
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.description = (
         "Show the per-rank logs of an snrun job (kept per attempt in the job directory, across "
         "restarts, requeues and resubmissions). Default: every rank of the newest attempt."
     )
-    p.add_argument("job", metavar="JOB", help="job id or job directory")
+    add_job_argument(p)
     p.add_argument("--attempt", type=int, help="attempt number (default: the newest)")
     p.add_argument("--node", help="only the ranks of this node")
     p.add_argument("--rank", type=int, action="append", help="only this rank (repeatable)")
@@ -19,8 +21,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "-f", "--follow", action="store_true", help="keep printing new lines (and attempts)"
     )
-    p.add_argument("--jobs-dir")
-    p.add_argument("--site")
+    add_jobs_dir_arguments(p)
 
 
 def run(ns: argparse.Namespace) -> int:
@@ -28,11 +29,10 @@ def run(ns: argparse.Namespace) -> int:
 
     from slurm_supernode.errors import InputError
     from slurm_supernode.forensics.logs import attempts_with_logs, merged, rank_logs
-    from slurm_supernode.launch.jobdir import find_job_dir, jobs_root
 
     if ns.tail is not None and ns.tail < 0:
         raise InputError("--tail must be >= 0", where="--tail")
-    job_dir = find_job_dir(jobs_root(ns.jobs_dir, ns.site), ns.job)
+    job_dir = job_dir_of(ns)
     streams = ("stdout", "stderr") if ns.stream == "both" else (ns.stream,)
     known = attempts_with_logs(job_dir)
     if ns.attempt is not None and ns.attempt not in known:

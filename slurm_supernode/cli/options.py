@@ -184,3 +184,50 @@ class Renamed(argparse.Action):
             where=option_string,
             hint=f"use {self.new}; {self.why}" if self.why else f"use {self.new}",
         )
+
+
+def add_job_argument(p: argparse.ArgumentParser) -> None:
+    """JOB (an attempt's job id or the job directory), the same for every job sub-command."""
+    p.add_argument("job", metavar="JOB", help="Slurm job id of any attempt, or the job directory")
+
+
+def add_jobs_dir_arguments(p: argparse.ArgumentParser) -> None:
+    """Where JOB's directory is looked up: --jobs-dir, else the site's paths.jobs_dir."""
+    p.add_argument(
+        "--jobs-dir",
+        metavar="DIR",
+        help="where job directories are (default $SNRUN_JOBS_DIR, else the site's paths.jobs_dir)",
+    )
+    p.add_argument("--site", help="site name or file whose paths.jobs_dir to use ($SNRUN_SITE)")
+
+
+def job_dir_of(ns: argparse.Namespace):
+    """The job directory JOB names (an InputError that lists where it looked, if none)."""
+    from slurm_supernode.launch.jobdir import find_job_dir, jobs_root
+
+    return find_job_dir(jobs_root(ns.jobs_dir, ns.site), ns.job)
+
+
+def add_service_job_arguments(p: argparse.ArgumentParser, what: str, time: str | None) -> None:
+    """Options of the jobs snrun submits for itself (bench, doctor): where results go, the
+    Slurm limits, extra env profiles and the job directory root. ``time``: -t's default."""
+    p.add_argument("--db", metavar="PATH", help="results database (default: the site's)")
+    p.add_argument("-t", "--time", default=time, help=f"time limit of the {what} job")
+    p.add_argument("-p", "--partition")
+    add_env_profile_argument(p)
+    # The old name (sbatch's --profile is acct_gather profiling) still works: schedules
+    # installed before the rename replay it from the registry and from scrontab lines.
+    p.add_argument("--profile", dest="profile", action="append", help=argparse.SUPPRESS)
+    p.add_argument("--jobs-dir", help="where job directories go (default: the site's)")
+
+
+def add_env_profile_argument(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """--env-profile NAME (repeatable): extra env profiles of the site, into ``ns.profile``."""
+    p.add_argument(
+        "--env-profile",
+        dest="profile",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="extra env profile of the site (repeatable)",
+    )

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from slurm_supernode.cli.layout_args import add_layout_arguments, layout_from_args
-from slurm_supernode.cli.options import Renamed, non_negative, positive
+from slurm_supernode.cli.options import Renamed, add_env_profile_argument, non_negative, positive
 from slurm_supernode.launch.jobspec import JobSpec, parse_env_items
 
 
@@ -55,14 +55,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     j = p.add_argument_group("snrun")
     j.add_argument("--site", help="site name or path (default $SNRUN_SITE)")
     j.add_argument("--env", action="append", default=[], metavar="K=V", help="repeatable")
-    j.add_argument(
-        "--env-profile",
-        dest="profile",
-        action="append",
-        default=[],
-        metavar="NAME",
-        help="extra env profile of the site (repeatable)",
-    )
+    add_env_profile_argument(j)
     j.add_argument(
         "--profile",
         action=Renamed,

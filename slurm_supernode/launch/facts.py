@@ -9,8 +9,8 @@ from slurm_supernode.site.model import Site
 
 
 def gather_facts(site: Site, *, required: bool) -> ClusterFacts | None:
-    """Version, topology plugin, node features and partitions; None when Slurm cannot be
-    reached and ``required`` is false (a dry run on a laptop still plans)."""
+    """Version, topology plugin, expedited requeue, node features and partitions; None when
+    Slurm cannot be reached and ``required`` is false (a dry run on a laptop still plans)."""
     from slurm_supernode.slurm.nodes import node_infos, partition_infos
     from slurm_supernode.slurm.version import detect_features
 
@@ -31,4 +31,5 @@ def gather_facts(site: Site, *, required: bool) -> ClusterFacts | None:
         node_features={n.name: frozenset(n.features) for n in nodes},
         partition_nodes={p.name: tuple(expand(p.nodes)) if p.nodes else () for p in parts},
         default_partition=default,
+        expedited_requeue=feats.expedited_requeue,
     )

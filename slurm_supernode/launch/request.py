@@ -39,6 +39,8 @@ class ClusterFacts:
     node_features: dict[str, frozenset[str]] | None = None
     partition_nodes: dict[str, tuple[str, ...]] | None = None
     default_partition: str | None = None
+    # `--requeue=expedite` is allowed (SlurmctldParameters=enable_expedited_requeue, 25.11+)
+    expedited_requeue: bool = False
 
 
 @dataclass(frozen=True)
@@ -288,7 +290,10 @@ def plan_request(
         job.append(f"--output={out}")
     if err:
         job.append(f"--error={err}")
-    job += ["--open-mode=append", "--requeue", "--signal=B:USR2@90"]
+    # expedite: a requeued job (by the supervisor or by Slurm after a node failure) may start
+    # again at once and first in line, instead of after cred_expire (120 s by default)
+    requeue = "--requeue=expedite" if facts is not None and facts.expedited_requeue else "--requeue"
+    job += ["--open-mode=append", requeue, "--signal=B:USR2@90"]
     if spec.workdir:
         job.append(f"--chdir={spec.workdir}")
     if spec.dependency:

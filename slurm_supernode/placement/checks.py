@@ -21,6 +21,7 @@ from slurm_supernode.placement.model import (
     GROUP_DIMS,
     Check,
     Layout,
+    RankList,
     RankMap,
 )
 from slurm_supernode.placement.rankmap import dim_strides, parse_order
@@ -235,6 +236,27 @@ def _span_detail(dim: str, rm: RankMap, spans: Counter[str]) -> str:
     return f"{groups} groups of {size}: {parts}"
 
 
+def _slots(rm: RankMap) -> tuple[int, bool]:
+    """How many distinct (node rank, device) slots the ranks use; whether they come in order.
+
+    A RankList places rank r on node r // nproc, device ``visible_devices[r % nproc]`` by
+    construction (its rank numbers are its positions): its slots come from the nodes, without
+    making 100,000 rank objects. Any other sequence is read rank by rank.
+    """
+    if isinstance(rm.ranks, RankList):
+        nproc, nodes = rm.ranks.nproc, rm.ranks.nodes
+        if len({n.node_rank for n in nodes}) == len(nodes):  # then slots of nodes are apart
+            distinct: dict[tuple[int, ...], int] = {}
+            for n in nodes:
+                devs = n.visible_devices
+                if devs not in distinct:
+                    distinct[devs] = len(set(devs[:nproc]))
+            return sum(distinct[n.visible_devices] for n in nodes), True
+        return len({(n.node_rank, d) for n in nodes for d in n.visible_devices[:nproc]}), True
+    slots = {(r.node_rank, r.device) for r in rm.ranks}
+    return len(slots), all(r.rank == i for i, r in enumerate(rm.ranks))
+
+
 # -- checks on a built map ---------------------------------------------------------------
 def run_checks(rm: RankMap, site: Site, spans: dict[str, Counter[str]] | None = None) -> tuple:
     """Every guarantee, checked on the map itself (not assumed from the construction)."""
@@ -242,13 +264,12 @@ def run_checks(rm: RankMap, site: Site, spans: dict[str, Counter[str]] | None = 
     out: list[Check] = []
     nproc, world, lay = rm.nproc_per_node, rm.world_size, rm.layout
 
-    slots = {(r.node_rank, r.device) for r in rm.ranks}
-    in_order = all(r.rank == i for i, r in enumerate(rm.ranks))
+    slots, in_order = _slots(rm)
     out.append(
         Check(
             "bijection",
-            len(slots) == world and in_order,
-            f"{world} ranks on {len(slots)} distinct (node, device) slots",
+            slots == world and in_order,
+            f"{world} ranks on {slots} distinct (node, device) slots",
         )
     )
     expect = len(rm.nodes) * nproc

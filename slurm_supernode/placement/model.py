@@ -6,7 +6,9 @@ Pure data. ``rankmap.build_rank_map`` fills it; the launch layer's per-node agen
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import overload
 
 # The order tokens (`--order`, Megatron-Core's ``order``): all five, innermost first.
 DIMENSIONS = ("tp", "cp", "ep", "dp", "pp")
@@ -119,6 +121,101 @@ class RankPlacement:
     expert_coords: dict[str, int]  # expert grid: etp, ep, edp, pp
 
 
+# One grid dimension as the rank arithmetic needs it: (name, stride, size); coordinate of rank r
+# = r // stride % size. Strides are mixed radix in grid order (the first dimension fastest).
+GridDims = tuple[tuple[str, int, int], ...]
+
+
+@dataclass(frozen=True, eq=False)
+class RankList(Sequence[RankPlacement]):
+    """The ranks of a map, made on access from the nodes and the grids: an immutable sequence.
+
+    Why not a tuple of 100,000 RankPlacements: building them (two coordinate dicts each) was a
+    third of ``snrun plan`` at 100k GPUs, and most readers need a few ranks or none. Rank r
+    runs on node r // nproc, local rank r % nproc, device ``visible_devices[r % nproc]`` (nodes
+    fill with consecutive ranks); its coordinates are the grids' mixed-radix digits of r.
+    Compares equal to any sequence of the same RankPlacements (a tuple included).
+    """
+
+    nodes: tuple[NodePlacement, ...]
+    nproc: int
+    dense: GridDims
+    expert: GridDims
+
+    def __len__(self) -> int:
+        return len(self.nodes) * self.nproc
+
+    def _make(self, rank: int) -> RankPlacement:
+        node = self.nodes[rank // self.nproc]
+        local = rank % self.nproc
+        return RankPlacement(
+            rank,
+            node.hostname,
+            node.node_rank,
+            local,
+            node.visible_devices[local],
+            node.supernode,
+            {d: rank // s % n for d, s, n in self.dense},
+            {d: rank // s % n for d, s, n in self.expert},
+        )
+
+    @overload
+    def __getitem__(self, i: int) -> RankPlacement: ...
+    @overload
+    def __getitem__(self, i: slice) -> tuple[RankPlacement, ...]: ...
+    def __getitem__(self, i: int | slice) -> RankPlacement | tuple[RankPlacement, ...]:
+        if isinstance(i, slice):
+            return tuple(self._make(r) for r in range(*i.indices(len(self))))
+        n = len(self)
+        if not isinstance(i, int) or isinstance(i, bool):
+            raise TypeError(f"rank index must be an int, not {type(i).__name__}")
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError(f"rank {i} out of range (world size {n})")
+        return self._make(i)
+
+    def __iter__(self) -> Iterator[RankPlacement]:
+        dense, expert, nproc = self.dense, self.expert, self.nproc
+        rank = 0
+        for node in self.nodes:
+            host, nrank, sn, devs = (
+                node.hostname,
+                node.node_rank,
+                node.supernode,
+                node.visible_devices,
+            )
+            for local in range(nproc):
+                yield RankPlacement(
+                    rank,
+                    host,
+                    nrank,
+                    local,
+                    devs[local],
+                    sn,
+                    {d: rank // s % n for d, s, n in dense},
+                    {d: rank // s % n for d, s, n in expert},
+                )
+                rank += 1
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, RankList):
+            return (self.nodes, self.nproc, self.dense, self.expert) == (
+                other.nodes,
+                other.nproc,
+                other.dense,
+                other.expert,
+            ) or tuple(self) == tuple(other)
+        if isinstance(other, Sequence) and not isinstance(other, str):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  (mutable-looking dict members, like a list)
+
+    def __repr__(self) -> str:
+        return f"RankList({len(self)} ranks on {len(self.nodes)} nodes x {self.nproc})"
+
+
 @dataclass(frozen=True, slots=True)
 class Check:
     """One guarantee that was checked, with what was found."""
@@ -135,14 +232,16 @@ class RankMap:
     layout: Layout
     nproc_per_node: int
     nodes: tuple[NodePlacement, ...]  # in node-rank order (physical order)
-    ranks: tuple[RankPlacement, ...]  # in rank order
+    ranks: Sequence[RankPlacement]  # in rank order (a RankList from build_rank_map)
     checks: tuple[Check, ...] = ()
     cost: dict | None = None  # filled by the planner when asked
     # per group dimension: how many groups stay in a node / super node / cross ("inter")
     spans: dict[str, dict[str, int]] = field(default_factory=dict, compare=False)
     # per group dimension: the fewest groups any contiguous layout has crossing super nodes
-    # (capacity floor, packing.lower_bounds; None: no claim); empty for the baseline map
-    crossing_floor: dict[str, int | None] = field(default_factory=dict, compare=False)
+    # (lexicographic, placement/optimum.py; None: not computed), and how it was found ("lower
+    # bound reached" / "exact search" / None); both empty for the baseline map
+    crossing_min: dict[str, int | None] = field(default_factory=dict, compare=False)
+    crossing_min_by: dict[str, str | None] = field(default_factory=dict, compare=False)
     _by_host: dict[str, NodePlacement] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -15,8 +15,12 @@ holds the nodes of the allocation in it: its capacity); the units left over are 
 their units of the level below and placed the same way into the room left, down to single
 slots. A whole level-j unit keeps every group of the first j dimensions inside one super node,
 so the count of whole units per level is the most the capacities allow
-(sum over super nodes of floor(capacity / unit size)). tests/placement/test_packing.py checks
-the resulting crossings against a brute-force minimum over every assignment on small cases.
+(sum over super nodes of floor(capacity / unit size)).
+
+``place`` then judges that map against the minimum computed apart from it (``optimum.py``):
+where the bounds prove it, it stays; otherwise the exact search (small allocations) either
+proves it optimal or returns a better map, which is used. tests/placement/test_optimum.py and
+test_packing.py check the crossings against a brute force over every assignment.
 
 Pure and deterministic: super nodes in site order, slots and units in rank order, ties by order.
 """
@@ -25,6 +29,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from slurm_supernode.placement import optimum
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,48 +182,18 @@ def pack(lines: Sequence[Line], nproc: int, capacities: Sequence[int]) -> list[i
     return out
 
 
-def lower_bounds(
-    lines: Sequence[Line], nproc: int, capacities: Sequence[int]
-) -> dict[str, int | None]:
-    """Per dimension, a floor no contiguous layout goes below: groups that must cross.
+def place(
+    lines: Sequence[Line], nproc: int, capacities: Sequence[int], *, exact: bool = True
+) -> tuple[list[int], optimum.Minimum]:
+    """Super node of every slot, and the minimum it is judged against (``optimum.minimum``).
 
-    Capacity arithmetic only (no placement): when a dimension's groups cover disjoint sets of
-    m node slots, at most sum(floor(capacity / m)) of those sets fit whole in super nodes, so
-    the groups on the other sets cross. Taken per dimension alone, so it is exact for the
-    first dimension that has to cross and a floor for the later ones, whose minimum also
-    depends on how the earlier ones were kept (the packing takes them in priority order).
-    None where the sets overlap or differ in size (no claim).
+    The level-by-level packing above; where it does not reach the capacity bounds and an
+    exact search fits its budget (small allocations), the search's assignment is taken
+    instead, so the map sits at the minimum whenever the minimum is known. ``exact=False``:
+    the packing alone (no search), for callers that pack many layouts (recommend).
     """
-    out: dict[str, int | None] = {}
-    done: dict[tuple[int, int], int | None] = {}
-    for line in lines:
-        if (line.size, line.stride) in done:  # etp = tp, edp = dp, ...: same groups
-            out[line.dim] = done[(line.size, line.stride)]
-            continue
-        out[line.dim] = done[(line.size, line.stride)] = _floor(line, nproc, capacities)
-    return out
-
-
-def _floor(line: Line, nproc: int, capacities: Sequence[int]) -> int | None:
-    slots = sum(capacities)
-    sets = [tuple(m) for m in group_slots(line, nproc, slots)]
-    if not sets:
-        return 0
-    sizes = {len(m) for m in sets}
-    flat = [x for m in sets for x in m]
-    if len(sizes) != 1 or len(set(flat)) != len(flat):
-        return None
-    size = sizes.pop()
-    groups_per_set = _groups_spanning(line, nproc, slots) // len(sets)
-    fit = min(len(sets), sum(c // size for c in capacities))
-    return (len(sets) - fit) * groups_per_set
-
-
-def _groups_spanning(line: Line, nproc: int, slots: int) -> int:
-    """Groups of one dimension whose ranks sit on more than one node."""
-    count = 0
-    for start in range(0, slots * nproc, line.size * line.stride):
-        for base in range(start, start + line.stride):
-            if base // nproc != (base + (line.size - 1) * line.stride) // nproc:
-                count += 1
-    return count
+    slot_sn = pack(lines, nproc, capacities)
+    best = optimum.minimum(lines, nproc, capacities, witness=slot_sn, exact=exact)
+    if best.slot_sn is not None:
+        slot_sn = list(best.slot_sn)
+    return slot_sn, best

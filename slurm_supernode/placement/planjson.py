@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from itertools import chain, cycle, product, repeat
+from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]
 from typing import TextIO
 
-from slurm_supernode.placement.model import RankMap, RankPlacement
+from slurm_supernode.placement.model import GridDims, RankList, RankMap, RankPlacement
 
 _CHUNK = 4096  # lines per write: few write calls, bounded extra memory
 
@@ -24,8 +26,75 @@ def _coords_template(c: dict[str, int]) -> str:
     return "{" + ", ".join(f"{json.dumps(k)}: %d" for k in c) + "}"
 
 
+# json.dumps of one str, without its per-call set-up (the C encoder json.dumps uses)
+_quote = encode_basestring_ascii
+_NODE_LINE = '{"hostname": %s, "node_rank": %d, "supernode": %s, "visible_devices": %s}'
+_RANK_LINE = (
+    '{"rank": %d, "hostname": %s, "node_rank": %d, "local_rank": %d, "device": %d, '
+    '"supernode": %s, "coords": %s, "expert_coords": %s}'
+)
+
+
+def _mixed_radix(dims: GridDims, world: int) -> bool:
+    """True when the grid's digits run through every rank in order, first dimension fastest."""
+    step = 1
+    for _, stride, size in dims:
+        if stride != step:
+            return False
+        step *= size
+    return step == world
+
+
+def _grid_strings(dims: GridDims) -> Iterator[str]:
+    """Each rank's coordinates as compact JSON, in rank order, from the digits' product."""
+    tmpl = "{" + ", ".join(f"{json.dumps(d)}: %d" for d, _, _ in dims) + "}"
+    digits = product(*(range(size) for _, _, size in reversed(dims)))  # last digit fastest
+    return (tmpl % t[::-1] for t in digits)
+
+
+def _rank_list_lines(ranks: RankList) -> Iterator[str]:
+    """Lines of a RankList, column by column (no rank objects, no per-rank Python loop)."""
+    nodes, nproc = ranks.nodes, ranks.nproc
+    hosts = [_quote(n.hostname) for n in nodes]
+    sns = [_quote(n.supernode) for n in nodes]
+    columns = zip(
+        range(len(ranks)),
+        chain.from_iterable(repeat(h, nproc) for h in hosts),
+        chain.from_iterable(repeat(n.node_rank, nproc) for n in nodes),
+        cycle(range(nproc)),
+        chain.from_iterable(n.visible_devices[:nproc] for n in nodes),
+        chain.from_iterable(repeat(sn, nproc) for sn in sns),
+        _grid_strings(ranks.dense),
+        _grid_strings(ranks.expert),
+    )
+    return map(_RANK_LINE.__mod__, columns)
+
+
+def _node_lines(rm: RankMap) -> Iterator[str]:
+    """Each node as the compact JSON of its ``rank_map_to_json`` entry."""
+    devices: dict[tuple[int, ...], str] = {}  # nodes of one kind share their device order
+    for n in rm.nodes:
+        devs = devices.get(n.visible_devices)
+        if devs is None:
+            devs = devices[n.visible_devices] = json.dumps(list(n.visible_devices))
+        yield _NODE_LINE % (_quote(n.hostname), n.node_rank, _quote(n.supernode), devs)
+
+
 def _rank_lines(rm: RankMap) -> Iterator[str]:
     """Each rank as the compact JSON of its ``rank_map_to_json`` entry (same keys, same order)."""
+    ranks = rm.ranks
+    if (
+        isinstance(ranks, RankList)
+        and _mixed_radix(ranks.dense, len(ranks))
+        and _mixed_radix(ranks.expert, len(ranks))
+        and all(len(n.visible_devices) >= ranks.nproc for n in ranks.nodes)
+    ):
+        return _rank_list_lines(ranks)
+    return _any_rank_lines(rm)
+
+
+def _any_rank_lines(rm: RankMap) -> Iterator[str]:
+    """Rank by rank, for any sequence of RankPlacements."""
     if not rm.ranks:
         return
     hosts = [json.dumps(n.hostname) for n in rm.nodes]  # by node rank, encoded once
@@ -67,14 +136,14 @@ def write_plan_json(rm: RankMap, out: TextIO, extra: dict | None = None) -> None
     """Write ``rank_map_to_json(rm) | extra`` as JSON to ``out`` (newline-terminated)."""
     from slurm_supernode.placement.rankmap import rank_map_to_json
 
-    doc = rank_map_to_json(rm, ranks=False) | (extra or {})
+    doc = rank_map_to_json(rm, ranks=False, nodes=False) | (extra or {})
     out.write("{")
     for i, (key, value) in enumerate(doc.items()):
         out.write(("\n" if i == 0 else ",\n") + f" {json.dumps(key)}: ")
         if key == "ranks" and value is None:
             _write_lines(out, _rank_lines(rm), "  ")
-        elif key == "nodes" and isinstance(value, list):
-            _write_lines(out, map(json.dumps, value), "  ")
+        elif key == "nodes" and value is None:
+            _write_lines(out, _node_lines(rm), "  ")
         else:
             out.write(json.dumps(value, indent=1).replace("\n", "\n "))
     out.write("\n}\n")

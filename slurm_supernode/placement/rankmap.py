@@ -25,8 +25,8 @@ from slurm_supernode.placement.model import (
     GROUP_DIMS,
     Layout,
     NodePlacement,
+    RankList,
     RankMap,
-    RankPlacement,
 )
 from slurm_supernode.site.model import Node, Site
 
@@ -127,17 +127,24 @@ def supernode_capacities(nodes: list[Node]) -> tuple[list[str], list[int]]:
 
 
 def pack_nodes(nodes: list[Node], layout: Layout, nproc: int) -> list[Node]:
-    """Nodes in node-rank order: physical order, re-dealt so groups stay in super nodes.
+    """Nodes in node-rank order by the packing alone (no exact search): for the planner's
+    search over many layouts; ``build_rank_map`` also searches (``packed_nodes``)."""
+    return packed_nodes(nodes, layout, nproc, exact=False)[0]
+
+
+def packed_nodes(nodes: list[Node], layout: Layout, nproc: int, *, exact: bool = True):
+    """Nodes in node-rank order, and the minimum crossings they are judged against.
 
     ``nodes`` in physical order. The packing (placement/packing.py) says which super node
     each node rank goes to; each super node's nodes take its node ranks in physical order.
+    Returns (nodes, ``optimum.Minimum``).
     """
-    from slurm_supernode.placement.packing import pack
+    from slurm_supernode.placement.packing import place
 
     names, caps = supernode_capacities(nodes)
+    slot_sn, best = place(pack_lines(layout), nproc, caps, exact=exact)
     if len(names) < 2:
-        return nodes
-    slot_sn = pack(pack_lines(layout), nproc, caps)
+        return nodes, best
     queues: dict[str, list[Node]] = {sn: [] for sn in names}
     for n in nodes:
         queues[n.supernode].append(n)
@@ -147,21 +154,26 @@ def pack_nodes(nodes: list[Node], layout: Layout, nproc: int) -> list[Node]:
         sn = names[k]
         out.append(queues[sn][taken[sn]])
         taken[sn] += 1
-    return out
+    return out, best
 
 
 def choose_devices(spec, nproc: int, block: int) -> tuple[int, ...]:
     """The ``nproc`` devices a node's ranks use, in local-rank order.
 
-    All devices: island by island. Fewer: the smallest island that holds them all (a whole
+    All devices: island by island, the islands whose size is a multiple of the block first.
+    Fewer: the smallest island that holds them all (a whole
     island fits), else whole blocks of ``block`` adjacent ranks (TP) from the largest islands
     first, then what is left in island order. Why: taking devices 0..n-1 splits TP groups
     across islands of uneven size even where one island would hold them.
     """
     order = spec.device_order
-    if nproc >= len(order):
-        return tuple(order[:nproc])
     islands = spec.device_groups
+    if nproc >= len(order):
+        # islands that hold whole blocks first, so each starts on a block boundary: with
+        # islands of 3, 2 and 3 devices and tp=2, 1 TP group crosses instead of 2
+        b = max(1, min(block, nproc))
+        ordered = [g for g in islands if len(g) % b == 0] + [g for g in islands if len(g) % b]
+        return tuple(d for g in ordered for d in g)[:nproc]
     fit = [g for g in islands if len(g) >= nproc]
     if fit:
         return tuple(min(fit, key=len)[:nproc])
@@ -215,26 +227,22 @@ def build_rank_map(
     layout = checks.resolve_layout(layout or Layout(), world, nproc)
 
     placements = []
+    best = None
     if physical:
-        nodes = pack_nodes(nodes, layout, nproc)
+        nodes, best = packed_nodes(nodes, layout, nproc)
     block = layout.tp if layout.tp <= nproc else nproc
+    chosen: dict[int, tuple[int, ...]] = {}  # by id(spec): nodes of one kind share their spec
     for i, node in enumerate(nodes):
         if physical:
-            devs = choose_devices(node.spec, nproc, block)
+            devs = chosen.get(id(node.spec))
+            if devs is None:
+                devs = chosen[id(node.spec)] = choose_devices(node.spec, nproc, block)
         else:
             devs = tuple(range(node.devices))[:nproc]
         placements.append(NodePlacement(node.hostname, i, node.supernode, devs))
 
-    import gc
-
-    was_enabled = gc.isenabled()
-    gc.disable()  # 100k ranks of acyclic small objects: collection passes only cost time
-    try:
-        ranks = _place_ranks(placements, layout, nproc)
-    finally:
-        if was_enabled:
-            gc.enable()
-    rm = RankMap(layout=layout, nproc_per_node=nproc, nodes=tuple(placements), ranks=ranks)
+    ranks = rank_list(tuple(placements), layout, nproc)
+    rm = RankMap(layout=layout, nproc_per_node=nproc, nodes=ranks.nodes, ranks=ranks)
     spans = checks.all_spans(rm)
     found = checks.run_checks(rm, site, spans)
     checks.raise_on_hard_failures(found, rm, site)
@@ -245,34 +253,16 @@ def build_rank_map(
         ranks=ranks,
         checks=found,
         spans={d: dict(spans[d]) for d in GROUP_DIMS},
-        crossing_floor=_crossing_floor(nodes, layout, nproc) if physical else {},
+        crossing_min=best.per_dim if best else {},
+        crossing_min_by=best.method if best else {},
     )
 
 
-def _crossing_floor(nodes: list[Node], layout: Layout, nproc: int) -> dict[str, int | None]:
-    from slurm_supernode.placement.packing import lower_bounds
-
-    _, caps = supernode_capacities(nodes)
-    return lower_bounds(pack_lines(layout), nproc, caps)
-
-
-def _place_ranks(
-    nodes: list[NodePlacement], layout: Layout, nproc: int
-) -> tuple[RankPlacement, ...]:
-    """The hot path (100k ranks): one pass, integer arithmetic, two small dicts per rank."""
-    dense = [(d, s, layout.size(d)) for d, s in grids.strides(layout, "dense").items()]
-    expert = [(d, s, layout.size(d)) for d, s in grids.strides(layout, "expert").items()]
-    out = []
-    append = out.append
-    rank = 0
-    for node in nodes:
-        host, nrank, sn, devs = node.hostname, node.node_rank, node.supernode, node.visible_devices
-        for local in range(nproc):
-            coords = {d: rank // s % n for d, s, n in dense}
-            ecoords = {d: rank // s % n for d, s, n in expert}
-            append(RankPlacement(rank, host, nrank, local, devs[local], sn, coords, ecoords))
-            rank += 1
-    return tuple(out)
+def rank_list(nodes: tuple[NodePlacement, ...], layout: Layout, nproc: int) -> RankList:
+    """The ranks on ``nodes`` (node-rank order), consecutive ranks filling each node."""
+    dense = tuple((d, s, layout.size(d)) for d, s in grids.strides(layout, "dense").items())
+    expert = tuple((d, s, layout.size(d)) for d, s in grids.strides(layout, "expert").items())
+    return RankList(nodes, nproc, dense, expert)
 
 
 def group_ranks(rm: RankMap, dim: str) -> list[list[int]]:
@@ -287,8 +277,9 @@ def group_ranks(rm: RankMap, dim: str) -> list[list[int]]:
     return grids.groups(rm.layout, dim, rm.world_size)
 
 
-def rank_map_to_json(rm: RankMap, *, ranks: bool = True) -> dict:
-    """The documented JSON form (docs/plan-schema.md); ``ranks=False`` leaves the rank list out."""
+def rank_map_to_json(rm: RankMap, *, ranks: bool = True, nodes: bool = True) -> dict:
+    """The documented JSON form (docs/plan-schema.md); ``ranks=False`` / ``nodes=False`` leave
+    the rank / node list out (None in its place: the fast writer fills it in)."""
     out: dict = {
         "schema": 2,
         "world_size": rm.world_size,
@@ -302,7 +293,9 @@ def rank_map_to_json(rm: RankMap, *, ranks: bool = True) -> dict:
                 "visible_devices": list(n.visible_devices),
             }
             for n in rm.nodes
-        ],
+        ]
+        if nodes
+        else None,
         "groups": _groups_json(rm),
         "ranks": None,
         "checks": [{"name": c.name, "ok": c.ok, "detail": c.detail} for c in rm.checks],
@@ -325,13 +318,14 @@ def rank_map_to_json(rm: RankMap, *, ranks: bool = True) -> dict:
     return out
 
 
-def _crossings(rm: RankMap, dim: str) -> dict[str, int | None]:
-    """Groups crossing a node / a super-node boundary, and the capacity floor for super nodes."""
+def _crossings(rm: RankMap, dim: str) -> dict[str, int | str | None]:
+    """Groups crossing a node / a super-node boundary, and the fewest any layout reaches."""
     spans = rm.spans.get(dim, {})
     return {
         "node": spans.get("supernode", 0) + spans.get("inter", 0),
         "supernode": spans.get("inter", 0),
-        "supernode_floor": rm.crossing_floor.get(dim),
+        "supernode_min": rm.crossing_min.get(dim),
+        "supernode_min_by": rm.crossing_min_by.get(dim),
     }
 
 

@@ -85,21 +85,22 @@ def render_plan(
         rows = []
         for d in GROUP_DIMS:
             sp = rm.spans.get(d, {})
-            floor = rm.crossing_floor.get(d)
             rows.append(
                 [
                     d,
                     grid_of(d),
                     lay.size(d),
                     _first_group(lay.size(d), strides[d]),
+                    rm.world_size // lay.size(d),
                     sp.get("supernode", 0) + sp.get("inter", 0),
                     sp.get("inter", 0),
-                    "-" if floor is None or not rm.crossing_floor else floor,
+                    _minimum_cell(rm, d),
                     spans.get(d, ""),
                 ]
             )
-        header = ["DIM", "GRID", "SIZE", "FIRST GROUP", "X-NODE", "X-SN", "X-SN-FLOOR", "SPAN"]
-        out += ["Groups", *_table(rows, header)]
+        header = ["DIM", "GRID", "SIZE", "FIRST GROUP", "GROUPS", "X-NODE", "X-SN", "MIN-X-SN"]
+        out += ["Groups", *_table(rows, [*header, "SPAN"])]
+        out += _minimum_lines(rm)
         out.append("")
     checks = [c for c in rm.checks if not c.name.startswith("span-")]
     if checks:
@@ -111,6 +112,45 @@ def render_plan(
     if recommendations:
         out += render_recommendations(recommendations)
     return "\n".join(out).rstrip() + "\n"
+
+
+def _minimum_cell(rm: RankMap, dim: str) -> str:
+    if not rm.crossing_min:
+        return "-"  # the baseline map: no packing, no claim
+    value = rm.crossing_min.get(dim)
+    return "n/c" if value is None else str(value)
+
+
+def _minimum_lines(rm: RankMap) -> list[str]:
+    """Say what MIN-X-SN is, how it was found, and whether the map sits at it."""
+    if not rm.crossing_min:
+        return []
+    from slurm_supernode.placement.rankmap import PACK_PRIORITY
+
+    talk = [d for d in PACK_PRIORITY if rm.layout.size(d) > 1]
+    out = [
+        "MIN-X-SN: the fewest groups crossing super nodes over every assignment of node ranks",
+        "  to these nodes, each dimension given the ones before it at their minimum",
+        f"  ({', '.join(PACK_PRIORITY)}); X-NODE is fixed by nproc and layout (docs/planner.md)",
+    ]
+    by: dict[str, list[str]] = {}
+    for d in talk:
+        by.setdefault(rm.crossing_min_by.get(d) or "not computed", []).append(d)
+    if by:
+        out.append("minimum: " + "; ".join(f"{how} ({', '.join(ds)})" for how, ds in by.items()))
+    known = [d for d in talk if rm.crossing_min.get(d) is not None]
+    above = [d for d in known if rm.spans.get(d, {}).get("inter", 0) != rm.crossing_min.get(d)]
+    unknown = [d for d in talk if d not in known]
+    if above:
+        out.append(f"placement: ABOVE the minimum for {', '.join(above)}")
+    elif unknown:
+        out.append(
+            f"placement: at the minimum for {', '.join(known) or 'no dimension'}; "
+            f"minimum: not computed for {', '.join(unknown)} (packed best effort)"
+        )
+    elif talk:
+        out.append("placement: at the minimum in every dimension")
+    return out
 
 
 def render_cost(cost: dict) -> list[str]:

@@ -4,7 +4,12 @@ A job that requeues itself is killed by Slurm, and stays COMPLETING while any of
 live, so it cannot release itself. The supervisor starts this module detached (own session,
 parent = init) just before ``scontrol requeue``: it waits for the job to be PENDING, applies the
 node exclusions and lets it start now instead of after Slurm's 120 s. Where the site's process
-tracking kills it with the job (proctrack/cgroup), Slurm's own delay applies: nothing is lost.
+tracking kills it with the job (proctrack/cgroup), Slurm's own delay applies.
+
+With ``--requeue=expedite`` (Slurm 25.11+) a plain requeue reruns the job at once, too soon to
+change it: when nodes must be excluded the supervisor requeues it *held* instead, and this
+module (``--held``) applies the exclusions and releases it (an expedited job then starts at
+once, first in line).
 """
 
 from __future__ import annotations
@@ -45,12 +50,19 @@ def preferred_supernode(
 
 
 def spawn_releaser(
-    job_id: int, exclude: tuple[str, ...], log: Path, prefer: Preference | None = None
+    job_id: int,
+    exclude: tuple[str, ...],
+    log: Path,
+    prefer: Preference | None = None,
+    held: bool = False,
 ) -> None:
     """Start ``python -m slurm_supernode.runtime.release`` detached from the job: ``setsid -f``
-    forks twice, so the releaser is a child of init (not of the job) before the requeue."""
+    forks twice, so the releaser is a child of init (not of the job) before the requeue.
+    ``held``: the job will be requeued held (``scontrol requeuehold``); release it."""
     log.parent.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "slurm_supernode.runtime.release", str(job_id), *exclude]
+    if held:
+        cmd.append("--held")
     if prefer is not None:
         cmd += ["--prefer", prefer.feature, "--prefer-nodes", ",".join(prefer.nodes)]
         cmd += ["--prefer-need", str(prefer.need)]
@@ -66,15 +78,35 @@ def spawn_releaser(
         )
 
 
-def release(job_id: int, exclude: list[str], prefer: Preference | None = None) -> str:
-    """Exclusions, optional pin to the preferred super node, then start now. Returns what it did."""
+def release(
+    job_id: int, exclude: list[str], prefer: Preference | None = None, held: bool = False
+) -> str:
+    """Exclusions, optional pin to the preferred super node, then start now (``held``: release
+    the hold of ``scontrol requeuehold``). Returns what it did."""
+    from slurm_supernode.slurm import jobs
+
+    # a held requeue shows PENDING (reason job_requeued_in_held_state); REQUEUE_HOLD in case
+    poll = 0.1 if held else 0.5  # held: every poll is time the expedited job is not running
+    info = jobs.wait_for(job_id, ["PENDING", "REQUEUE_HOLD"], timeout=120.0, poll=poll)
+    if info.state not in ("PENDING", "REQUEUE_HOLD"):
+        return f"job {job_id} is {info.state}: nothing to release"
+    if not held:
+        done = _reshape(job_id, exclude, prefer)
+        jobs.release_requeued(job_id, timeout=60)
+        return f"job {job_id} released" + (": " + "; ".join(done) if done else "")
+    try:  # a held job must never stay held because an update failed
+        done = _reshape(job_id, exclude, prefer)
+    finally:
+        jobs.release_held(job_id)
+    return f"job {job_id} released from its hold" + (": " + "; ".join(done) if done else "")
+
+
+def _reshape(job_id: int, exclude: list[str], prefer: Preference | None) -> list[str]:
+    """Apply the exclusions and the pin to the pending job; what was done, in words."""
     from slurm_supernode.hostlist import fold
     from slurm_supernode.slurm import jobs
     from slurm_supernode.slurm.nodes import node_infos
 
-    info = jobs.wait_for(job_id, ["PENDING"], timeout=120.0, poll=0.5)
-    if info.state != "PENDING":
-        return f"job {job_id} is {info.state}: nothing to release"
     done = []
     if exclude:
         jobs.update_job(job_id, ExcNodeList=fold(exclude))
@@ -90,8 +122,7 @@ def release(job_id: int, exclude: list[str], prefer: Preference | None = None) -
             done.append(f"pinned to super node {prefer.feature} ({len(free)} idle nodes)")
         else:
             done.append(f"{prefer.feature} has {len(free)} idle nodes, needs {prefer.need}")
-    jobs.release_requeued(job_id, timeout=60)
-    return f"job {job_id} released" + (": " + "; ".join(done) if done else "")
+    return done
 
 
 def main(argv: list[str]) -> int:
@@ -103,12 +134,13 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--prefer")
     ap.add_argument("--prefer-nodes", default="")
     ap.add_argument("--prefer-need", type=int, default=0)
+    ap.add_argument("--held", action="store_true", help="requeued held: release the hold")
     ns = ap.parse_args(argv)
     prefer = None
     if ns.prefer:
         prefer = Preference(ns.prefer, tuple(ns.prefer_nodes.split(",")), ns.prefer_need)
     try:
-        print(f"snrun release: {release(ns.job_id, ns.exclude, prefer)}", file=sys.stderr)
+        print(f"snrun release: {release(ns.job_id, ns.exclude, prefer, ns.held)}", file=sys.stderr)
     except SnrunError as exc:
         print(f"snrun release: {exc}", file=sys.stderr)
         return 1

@@ -3,9 +3,10 @@
 ``run_attempt`` runs one srun step (an agent per node, each running torchrun) and returns an
 ``AttemptResult``; the pure ``classify.decide`` turns it and the chain's history into a
 ``Decision``; ``act`` carries it out through the Slurm layer: restart inside the allocation,
-requeue the same job with bad nodes excluded (released at once: Slurm alone waits 120 s), or
-submit a fresh job with ``--exclude``. SIGUSR2 before the time limit goes to the training
-processes (checkpoint), then the job requeues itself; SIGTERM is forwarded and Slurm decides.
+requeue the same job with bad nodes excluded (released at once: Slurm alone waits 120 s; with
+``--requeue=expedite`` Slurm reruns it at once itself), or submit a fresh job with
+``--exclude``. SIGUSR2 before the time limit goes to the training processes (checkpoint), then
+the job requeues itself; SIGTERM is forwarded and Slurm decides.
 Everything is recorded in the ledger.
 """
 
@@ -43,7 +44,17 @@ from slurm_supernode.runtime.release import Preference, preferred_supernode, spa
 from slurm_supernode.slurm.steps import run_step, start_step, step_command
 
 HEARTBEAT = "heartbeat"
-Releaser = Callable[[int, tuple[str, ...], Path, "Preference | None"], None]
+Releaser = Callable[[int, tuple[str, ...], Path, "Preference | None", bool], None]
+
+
+def expedited(sbatch_args: Sequence[str]) -> bool:
+    """Was the job submitted with ``--requeue=expedite``? The last requeue option wins (snrun
+    renders one where the cluster allows it; ``--sbatch`` or ``#SBATCH`` may override it)."""
+    mode = None
+    for arg in sbatch_args:
+        if arg in ("--requeue", "--no-requeue") or arg.startswith("--requeue="):
+            mode = arg
+    return mode == "--requeue=expedite"
 
 
 def agent_command(python: str, job_dir: Path, program_argv: Sequence[str]) -> list[str]:
@@ -83,6 +94,7 @@ class SupervisorConfig:
     site_file: str
     sbatch_args: tuple[str, ...]
     checkpoint_dir: str
+    expedite: bool = False  # --requeue=expedite: Slurm reruns a requeued job at once
     poll: float = 0.5  # seconds between looks at the step
     backoff: float = 1.0  # pause before restart n: min(n * backoff, 5 * backoff)
     environ: Mapping[str, str] = field(default_factory=dict, repr=False)
@@ -114,6 +126,7 @@ class SupervisorConfig:
             site_file=inputs.site_file,
             sbatch_args=tuple(inputs.request["sbatch_args"]),
             checkpoint_dir=env.checkpoint_dir or str(job_dir / "checkpoints"),
+            expedite=expedited(inputs.request["sbatch_args"]),
             environ=dict(environ),
         )
 
@@ -235,44 +248,61 @@ class Supervisor:
         if d.action in (Action.REQUEUE, Action.RESUBMIT):
             exclude = self._chain_exclusions(d.exclude)
             requeue_error: SlurmError | None = None
-            if d.action is Action.REQUEUE:
+            why = d.detail
+            prefer = self._preference(d) if d.action is Action.REQUEUE else None
+            if d.action is Action.REQUEUE and (exclude or prefer) and not self._releaser_lives():
+                # the exclusions would die with the releaser: a fresh job carries them itself
+                why = f"{d.detail}; the releaser dies with the job here (proctrack/cgroup)"
+            elif d.action is Action.REQUEUE:
                 try:
-                    self.requeue(exclude, self._preference(d))
-                    ledger.append(cfg.job_dir, "requeued", job_id=cfg.job_id, exclude=list(exclude))
+                    how = self.requeue(exclude, prefer)
+                    ledger.append(
+                        cfg.job_dir, "requeued", job_id=cfg.job_id, exclude=list(exclude), how=how
+                    )
                     return ExitCode.OK
                 except SlurmError as exc:
                     requeue_error = exc  # not requeueable here: a fresh job instead
             try:
                 new_id = self.resubmit(exclude)
             except SlurmError as exc2:
-                why = f"requeue failed ({requeue_error}); " if requeue_error else ""
-                reason = f"{d.detail}; {why}resubmit failed ({exc2})"
+                refused = f"requeue failed ({requeue_error}); " if requeue_error else ""
+                reason = f"{d.detail}; {refused}resubmit failed ({exc2})"
                 ledger.append(
                     cfg.job_dir, "final", job_id=cfg.job_id, state="FAILED", reason=reason
                 )
-                return ExitCode.FAILED
+                return self._failed()
             ledger.append(
                 cfg.job_dir,
                 "resubmitted",
                 job_id=cfg.job_id,
                 new_job_id=new_id,
-                reason=str(requeue_error) if requeue_error else d.detail,
+                reason=str(requeue_error) if requeue_error else why,
             )
             return ExitCode.OK
         ledger.append(cfg.job_dir, "final", job_id=cfg.job_id, state="FAILED", reason=d.detail)
-        return ExitCode.FAILED
+        return self._failed()
 
     # ----- actions through the Slurm layer ----------------------------------------------------
 
-    def requeue(self, exclude: tuple[str, ...], prefer: Preference | None) -> None:
+    def requeue(self, exclude: tuple[str, ...], prefer: Preference | None) -> str:
         """Requeue this job; a detached releaser excludes bad nodes, keeps the job in its super
-        node when spares allow, and lets it start at once."""
+        node when spares allow, and lets it start at once. Returns how, for the ledger.
+
+        With ``--requeue=expedite`` Slurm reruns the job at once by itself: with nothing to
+        exclude or pin, a plain requeue is all (``expedite``). Otherwise the rerun would start
+        before anything could change it (a running job's ExcNodeList cannot be updated), so
+        the job is requeued held and the releaser lifts the hold after its updates
+        (``expedite-held``). Elsewhere: requeue, the releaser starts it (``released``)."""
         from slurm_supernode.slurm import jobs
 
         cfg = self.cfg
+        if cfg.expedite and not exclude and prefer is None:
+            jobs.requeue(cfg.job_id, release=False)
+            return "expedite"
         log = cfg.job_dir / "logs" / f"release-{cfg.job_id}.log"
-        self.releaser(cfg.job_id, exclude, log, prefer)
-        jobs.requeue(cfg.job_id, release=False)
+        self.releaser(cfg.job_id, exclude, log, prefer, cfg.expedite)
+        jobs.requeue(cfg.job_id, hold=cfg.expedite, release=False)
+        return "expedite-held" if cfg.expedite else "released"
 
     def resubmit(self, exclude: tuple[str, ...]) -> int:
         """Fresh job for the same chain, bad nodes excluded, after this one ends."""
@@ -287,6 +317,27 @@ class Supervisor:
         new_id = jobs.submit(script, args + list(cfg.sbatch_args))
         link_job_id(cfg.job_dir.parent, cfg.job_dir, new_id)
         return new_id
+
+    def _releaser_lives(self) -> bool:
+        """Will the detached releaser outlive this job? Not under proctrack/cgroup, which kills
+        every process of the job: a requeue there would lose the exclusions (and an expedited
+        one would stay held). Unknown (controller unreachable): as before, yes."""
+        from slurm_supernode.slurm.version import detached_process_survives
+
+        try:
+            return detached_process_survives()
+        except SlurmError:
+            return True
+
+    def _failed(self) -> ExitCode:
+        """The chain ends FAILED. An expedited job that exits non-zero would be requeued held
+        by Slurm (REQUEUE_HOLD, waiting forever): turn its requeue off first."""
+        if self.cfg.expedite:
+            from slurm_supernode.slurm import jobs
+
+            with contextlib.suppress(SlurmError):
+                jobs.update_job(self.cfg.job_id, Requeue=0)
+        return ExitCode.FAILED
 
     def preflight(self, attempt: int) -> list[str]:
         """`snrun health` on every node (one srun step); nodes that are critical or silent."""

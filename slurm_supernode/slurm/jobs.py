@@ -429,6 +429,11 @@ def requeue(job_id: int, *, hold: bool = False, release: bool = True) -> None:
         release_requeued(job_id)
 
 
+def release_held(job_id: int) -> None:
+    """`scontrol release`: a held job (`requeuehold`, `--hold`) may start again."""
+    run_slurm(["scontrol", "release", str(job_id)], timeout=30)
+
+
 def release_requeued(job_id: int, *, timeout: float = 30) -> bool:
     """Let a requeued job (by `requeue`, RequeueExit or a node failure) start now instead of
     after Slurm's 120 s BeginTime; True if it was released, False if it was not waiting.

@@ -66,7 +66,8 @@ class SlurmFeatures:
     `supports_block_plugin`: the version has topology/block (>= 23.11);
     `supports_segment`: `--segment` exists (>= 24.05); `has_scrontab`: a scrontab client is
     installed (Debian 12 has none) AND slurmctld has `ScronParameters=enable` (off by default:
-    `scrontab is disabled on this cluster`); `scrontab_why_not`: why not, in words.
+    `scrontab is disabled on this cluster`); `scrontab_why_not`: why not, in words;
+    `expedited_requeue`: see `expedite_enabled`.
     """
 
     version: SlurmVersion
@@ -77,6 +78,9 @@ class SlurmFeatures:
     supports_segment: bool
     has_scrontab: bool
     scrontab_why_not: str | None = None
+    # `sbatch --requeue=expedite` works: slurmctld has SlurmctldParameters=
+    # enable_expedited_requeue AND the client has the option (25.11+)
+    expedited_requeue: bool = False
 
 
 def scron_enabled(config: dict[str, str]) -> bool:
@@ -96,9 +100,11 @@ def features_from(
     *,
     topology_text: str | None = None,
     scrontab_client: bool | None = None,
+    sbatch_help: str | None = None,
 ) -> SlurmFeatures:
     """Pure part of `detect_features`: decide from a version, `scontrol show config`, and (when
-    read) `scontrol show topology`; `scrontab_client`: is the client installed (None: look)."""
+    read) `scontrol show topology`; `scrontab_client`: is the client installed (None: look);
+    `sbatch_help`: `sbatch --help` (read only where the controller allows expedited requeues)."""
     topo = config.get("TopologyPlugin") or None
     if topo in ("(null)", "none"):
         topo = None
@@ -121,6 +127,7 @@ def features_from(
         supports_segment=version >= (24, 5),
         has_scrontab=why_not is None,
         scrontab_why_not=why_not,
+        expedited_requeue=expedite_enabled(config) and client_has_expedite(sbatch_help or ""),
     )
 
 
@@ -142,7 +149,38 @@ def detect_features() -> SlurmFeatures:
             # 26.05 lists a named topology only when asked for it by name.
             proc = run_slurm(["scontrol", "show", "topology", "block"], timeout=30, check=False)
             topology_text += proc.stdout if proc.returncode == 0 else ""
-    return features_from(version, config, topology_text=topology_text)
+    sbatch_help = None
+    if expedite_enabled(config):  # the client is asked only where the controller allows it
+        proc = run_slurm(["sbatch", "--help"], timeout=30, check=False)
+        sbatch_help = proc.stdout + proc.stderr
+    return features_from(version, config, topology_text=topology_text, sbatch_help=sbatch_help)
+
+
+def expedite_enabled(config: dict[str, str]) -> bool:
+    """`SlurmctldParameters` of `scontrol show config` lists `enable_expedited_requeue`
+    (without it slurmctld refuses `--requeue=expedite`: `Requested operation not supported on
+    this system`)."""
+    value = config.get("SlurmctldParameters") or ""
+    return "enable_expedited_requeue" in [w.strip().lower() for w in value.split(",")]
+
+
+def client_has_expedite(sbatch_help: str) -> bool:
+    """`sbatch --help` offers `--requeue[=expedite]` (a client older than the controller may
+    not have the option)."""
+    return "--requeue[=expedite]" in sbatch_help or "--requeue=expedite" in sbatch_help
+
+
+def kills_detached_processes(config: dict[str, str]) -> bool:
+    """`ProctrackType=proctrack/cgroup`: every process started from the job, even one that
+    left its session (`setsid`), is in the job's cgroup and is killed when the job ends."""
+    return (config.get("ProctrackType") or "").strip() == "proctrack/cgroup"
+
+
+def detached_process_survives() -> bool:
+    """Does a process the job detaches (snrun's releaser) outlive the job on this cluster?
+    Read from `scontrol show config`; raises SlurmError if the controller is unreachable."""
+    config = parse_config(run_slurm(["scontrol", "show", "config"], timeout=30).stdout)
+    return not kills_detached_processes(config)
 
 
 def accounting_storage(config: dict[str, str]) -> str | None:

@@ -137,3 +137,14 @@ def test_spare_nodes_leave_room_to_replace_a_bad_node_inside_the_supernode() -> 
     assert whole_supernode_problems(with_spares, ["n0", "n2", "n3"]) == []
     probs = whole_supernode_problems(with_spares, ["n0", "n2"])
     assert probs == ["super node sn00: 2 of 3 nodes allocated, 1 spare (missing n1,n3)"]
+
+
+def test_requeue_is_expedited_only_where_the_cluster_allows_it() -> None:
+    """`--requeue=expedite` where detection found it, the plain `--requeue` elsewhere (an
+    unsupported option would make sbatch refuse the whole job)."""
+    fast = ClusterFacts(version=(26, 5, 5), expedited_requeue=True)
+    req = plan_request(spec(), site(), fast)
+    assert "--requeue=expedite" in req.job_args and "--requeue" not in req.job_args
+    for facts in (ClusterFacts(version=(26, 5, 5)), ClusterFacts(version=(24, 11, 5)), None):
+        args = plan_request(spec(), site(), facts).job_args
+        assert "--requeue" in args and "--requeue=expedite" not in args

@@ -83,6 +83,34 @@ def test_json_output_with_cost_and_recommendations(site, capsys):
     assert [r["rank"] for r in doc["recommendations"]] == [1, 2, 3]
 
 
+def test_minimum_per_dimension_in_text_and_json(monkeypatch, capsys):
+    # the example: 3 super nodes x 4 nodes x 8 GPUs, --tp 8 --pp 4
+    three = make_site(3, 4, 8)
+    monkeypatch.setattr(plan_cli, "_load_site", lambda name: three)
+    args = ["plan", "--site", "x", "--nodelist", "n[00-11]", "--tp", "8", "--pp", "4"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    header = next(line.split() for line in out.splitlines() if line.startswith("DIM "))
+    want = ["DIM", "GRID", "SIZE", "FIRST", "GROUP", "GROUPS", "X-NODE", "X-SN", "MIN-X-SN", "SPAN"]
+    assert header == want
+    rows = {
+        line.split()[0]: line.split() for line in out.splitlines() if line[:3] in ("dp ", "pp ")
+    }
+    assert rows["dp"][4:8] == ["32", "32", "8", "8"]  # groups, x-node, x-sn, minimum
+    assert rows["pp"][4:8] == ["24", "24", "24", "24"]
+    assert "minimum: lower bound reached (tp, etp, dp, edp, pp)" in out
+    assert "placement: at the minimum in every dimension" in out
+    assert main([*args, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["groups"]["dp"]["crossings"] == {
+        "node": 32,
+        "supernode": 8,
+        "supernode_min": 8,
+        "supernode_min_by": "lower bound reached",
+    }
+    assert doc["groups"]["pp"]["crossings"]["supernode_min"] == 24
+
+
 def test_env_defaults(site, monkeypatch, capsys):
     monkeypatch.setenv("SLURM_JOB_NODELIST", "h[0-3]")
     monkeypatch.setenv("SNRUN_SITE", "x")

@@ -244,7 +244,12 @@ def test_json_schema_fields():
         "stride": 8,
         "count": 8,
         "spans": {"supernode": 8},  # two nodes of one super node
-        "crossings": {"node": 8, "supernode": 0, "supernode_floor": 0},
+        "crossings": {
+            "node": 8,
+            "supernode": 0,
+            "supernode_min": 0,
+            "supernode_min_by": "lower bound reached",
+        },
     }
     assert set(doc["nodes"][0]) == {"hostname", "node_rank", "supernode", "visible_devices"}
     assert set(doc["ranks"][0]) == {

@@ -2,8 +2,9 @@
 
 Each call is logged (one JSON line per call in $FAKE_CALLS). What a step does is read from the
 scenario ($FAKE_SCENARIO, JSON): ``attempts[SNRUN_ATTEMPT]`` for the agent step, ``health``
-for the pre-flight step, ``bad_nodes`` for `scontrol show node`, ``requeue_fails`` and
-``sbatch_fails`` for the actions. An attempt is a dict:
+for the pre-flight step, ``bad_nodes`` for `scontrol show node`, ``proctrack`` for `scontrol
+show config`'s ProctrackType, ``requeue_fails`` and ``sbatch_fails`` for the actions. An
+attempt is a dict:
 
 - ``exits`` {host: code}: node_exit ledger records the agents would write (missing host =
   lost node); ``rc``: srun's exit code; ``heartbeat``: progress marker written first;
@@ -79,7 +80,10 @@ def scontrol(args: list[str]) -> int:
             state = "DOWN+NOT_RESPONDING" if name in sc.get("bad_nodes", []) else "ALLOCATED"
             print(f"NodeName={name} State={state} CPUTot=1")
         return 0
-    if args[0] == "requeue":
+    if args[:2] == ["show", "config"]:
+        print(f"ProctrackType           = {sc.get('proctrack', 'proctrack/linuxproc')}")
+        return 0
+    if args[0] in ("requeue", "requeuehold"):
         if sc.get("requeue_fails"):
             print("scontrol: error: Requeue of job is not allowed for this job", file=sys.stderr)
             return 1

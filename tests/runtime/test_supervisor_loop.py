@@ -49,6 +49,7 @@ class Harness:
             monkeypatch.setenv(key, value)
         monkeypatch.delenv("SLURM_CONF", raising=False)
         self.released: list[tuple] = []
+        self.held: list[bool] = []
 
     def run(self, scenario: dict, *, env: dict[str, str] | None = None, **inputs) -> ExitCode:
         self.scenario.write_text(json.dumps(scenario))
@@ -61,8 +62,9 @@ class Harness:
         )
         config = type(config)(**{**config.__dict__, "poll": 0.05, "backoff": 0.0})
 
-        def releaser(job_id, exclude, log, prefer):
+        def releaser(job_id, exclude, log, prefer, held):
             self.released.append((job_id, exclude))
+            self.held.append(held)
 
         return Supervisor(config, releaser=releaser).run()
 
@@ -84,6 +86,9 @@ class Harness:
 
     def events(self) -> list[str]:
         return [r["event"] for r in ledger.read(self.job_dir)]
+
+    def requeued_how(self) -> list[str]:
+        return [r["how"] for r in ledger.read(self.job_dir) if r["event"] == "requeued"]
 
 
 @pytest.fixture
@@ -234,3 +239,91 @@ def test_signal_handlers_are_restored(h):
     before = signal.getsignal(signal.SIGTERM)
     h.run({"attempts": [OK]})
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+# --requeue=expedite (Slurm 25.11+, rendered where the cluster allows it): Slurm reruns a
+# requeued job at once, before a releaser could exclude anything.
+EXPEDITE = {"sbatch_args": ["--requeue=expedite", "--nodes=2"], "heterogeneous": False}
+
+
+def test_expedited_requeue_with_nothing_to_exclude_is_a_plain_requeue(h):
+    usr2 = {"signal_parent": "USR2", "exits": {"n0": 0, "n1": 0}, "rc": 0}
+    assert h.run({"attempts": [usr2]}, request=EXPEDITE) is ExitCode.OK
+    assert ["requeue", "500"] in h.commands("scontrol")
+    assert h.released == [] and h.requeued_how() == ["expedite"]  # no releaser: Slurm reruns it
+
+
+def test_expedited_requeue_with_a_bad_node_is_held_until_the_releaser_excludes_it(h):
+    lost = {"exits": {"n0": 0}, "rc": 1}
+    scenario = {"attempts": [lost], "bad_nodes": ["n1"]}
+    assert h.run(scenario, request=EXPEDITE) is ExitCode.OK
+    scontrol = h.commands("scontrol")
+    assert ["requeuehold", "500"] in scontrol and ["requeue", "500"] not in scontrol
+    assert h.released == [(500, ("n1",))] and h.held == [True]
+    assert h.requeued_how() == ["expedite-held"]
+
+
+def test_expedited_requeue_keeps_earlier_exclusions_of_the_chain(h):
+    """A time-limit requeue after an earlier exclusion still goes through the releaser: the
+    rerun must not land on the node an earlier attempt found bad."""
+    ledger.append(h.job_dir, "attempt_start", attempt=0, job_id=500, nodes=HOSTS)
+    ledger.append(h.job_dir, "attempt_end", attempt=0, job_id=500, exclude=["n7"],
+                  cause="health", action="requeue", exit_code=0)  # fmt: skip
+    usr2 = {"signal_parent": "USR2", "exits": {"n0": 0, "n1": 0}, "rc": 0}
+    assert h.run({"attempts": [usr2, usr2]}, request=EXPEDITE) is ExitCode.OK  # attempt 1
+    assert h.ends()[-1] == ("time_limit", "requeue")
+    assert h.released == [(500, ("n7",))] and h.held == [True]
+
+
+def test_without_expedite_the_releaser_starts_the_requeued_job(h):
+    lost = {"exits": {"n0": 0}, "rc": 1}
+    assert h.run({"attempts": [lost], "bad_nodes": ["n1"]}) is ExitCode.OK
+    assert h.held == [False] and h.requeued_how() == ["released"]
+    assert not any(c[0] == "requeuehold" for c in h.commands("scontrol"))
+
+
+def test_sbatch_passthrough_decides_the_requeue_mode(h):
+    """--sbatch=--no-requeue after snrun's own --requeue=expedite: the last one counts."""
+    from slurm_supernode.runtime.supervisor import expedited
+
+    assert expedited(["--requeue=expedite", "--nodes=2"])
+    assert not expedited(["--requeue=expedite", "--no-requeue"])
+    assert not expedited(["--requeue"]) and not expedited([])
+    assert expedited(["--requeue", ":", "--requeue=expedite"])
+
+
+def test_failed_expedited_chain_turns_requeue_off_before_exiting_non_zero(h):
+    """Slurm requeues a failing expedited job held (REQUEUE_HOLD, forever): the supervisor
+    sets Requeue=0 so the job ends FAILED."""
+    failed = {"exits": {"n0": 1, "n1": 0}, "rc": 1, "heartbeat": "step 1"}
+    assert h.run({"attempts": [failed, failed]}, request=EXPEDITE) is ExitCode.FAILED
+    assert ["update", "JobId=500", "Requeue=0"] in h.commands("scontrol")
+
+
+def test_failed_chain_without_expedite_leaves_requeue_alone(h):
+    failed = {"exits": {"n0": 1, "n1": 0}, "rc": 1, "heartbeat": "step 1"}
+    assert h.run({"attempts": [failed, failed]}) is ExitCode.FAILED
+    assert not any(c[0] == "update" for c in h.commands("scontrol"))
+
+
+@pytest.mark.parametrize("request_", [EXPEDITE, None])
+def test_where_the_releaser_dies_with_the_job_a_fresh_job_carries_the_exclusions(h, request_):
+    """proctrack/cgroup kills every process of the job, the detached releaser too: a requeue
+    would lose the exclusions (and an expedited one would stay held), so the supervisor submits
+    a fresh job with --exclude instead, on every version."""
+    lost = {"exits": {"n0": 0}, "rc": 1}
+    scenario = {"attempts": [lost], "bad_nodes": ["n1"], "proctrack": "proctrack/cgroup"}
+    extra = {"request": request_} if request_ else {}
+    assert h.run(scenario, **extra) is ExitCode.OK
+    assert h.released == [] and not any("requeue" in c[0] for c in h.commands("scontrol"))
+    (args,) = h.commands("sbatch")
+    assert args[:3] == ["--parsable", "--dependency=afterany:500", "--exclude=n1"]
+    rec = list(ledger.read(h.job_dir))[-1]
+    assert rec["event"] == "resubmitted" and "proctrack/cgroup" in rec["reason"]
+
+
+def test_under_cgroup_a_requeue_without_exclusions_stays_a_requeue(h):
+    usr2 = {"signal_parent": "USR2", "exits": {"n0": 0, "n1": 0}, "rc": 0}
+    scenario = {"attempts": [usr2], "proctrack": "proctrack/cgroup"}
+    assert h.run(scenario, request=EXPEDITE) is ExitCode.OK
+    assert ["requeue", "500"] in h.commands("scontrol") and h.commands("sbatch") == []
