@@ -29,7 +29,7 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-SEARCH_BUDGET = 20_000  # search steps (slot placements tried): <= ~0.4 s; a count: deterministic
+SEARCH_BUDGET = 20_000  # search steps (slot placements tried): <= ~0.5 s; a count: deterministic
 SEARCH_SLOTS = 512  # deepest search (one level per node rank); larger ones are not tried
 ENUMERATE_LIMIT = 1 << 16  # ranks: groups that split nodes unevenly are listed rank by rank
 
