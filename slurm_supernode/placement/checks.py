@@ -329,18 +329,35 @@ def _island_check(rm: RankMap, site: Site, dim: str = "tp") -> Check:
     stride = dim_strides(lay)[dim]
     bad = 0
     islands: dict[tuple, tuple[int, dict[int, int]]] = {}  # device_groups -> (size, device->island)
-    for group_first in range(0, rm.world_size):
+    nodes = rm.nodes
+    per_node: dict[tuple, int] = {}  # (devices, islands) -> crossing groups on such a node
+    repeats = nproc % (tp * stride) == 0  # every node holds whole groups, the same pattern
+
+    def crossing(first: int, where: dict[int, int]) -> bool:
+        ids = set()
+        for k in range(tp):
+            r = first + k * stride
+            ids.add(where[nodes[r // nproc].visible_devices[r % nproc]])
+        return len(ids) > 1
+
+    for n in range(len(nodes)) if repeats else ():
+        groups = site.node(nodes[n].hostname).spec.device_groups
+        key = (nodes[n].visible_devices, groups)
+        if key not in per_node:
+            where = {d: i for i, g in enumerate(groups) for d in g}
+            fits = tp <= max(len(g) for g in groups)
+            firsts = [n * nproc + f for f in range(nproc) if (f // stride) % tp == 0]
+            per_node[key] = sum(crossing(f, where) for f in firsts) if fits else 0
+        bad += per_node[key]
+    for group_first in range(0, rm.world_size) if not repeats else ():
         if (group_first // stride) % tp:
             continue
-        groups = site.node(rm.nodes[group_first // nproc].hostname).spec.device_groups
+        groups = site.node(nodes[group_first // nproc].hostname).spec.device_groups
         if groups not in islands:
             where = {d: i for i, g in enumerate(groups) for d in g}
             islands[groups] = (max(len(g) for g in groups), where)
         size, where = islands[groups]
-        if tp > size:
-            continue
-        ids = {where[rm.ranks[group_first + k * stride].device] for k in range(tp)}
-        if len(ids) > 1:
+        if tp <= size and crossing(group_first, where):
             bad += 1
     if bad:
         return Check(name, False, f"{bad} {dim.upper()} groups cross device islands")

@@ -29,7 +29,7 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-SEARCH_BUDGET = 20_000  # search steps (slot placements tried): <= ~0.4 s; a count: deterministic
+SEARCH_BUDGET = 20_000  # search steps (slot placements tried): <= ~0.5 s; a count: deterministic
 SEARCH_SLOTS = 512  # deepest search (one level per node rank); larger ones are not tried
 ENUMERATE_LIMIT = 1 << 16  # ranks: groups that split nodes unevenly are listed rank by rank
 
@@ -350,6 +350,27 @@ def search(
             unplaced.append(len(members))
             for s in members:
                 incident[s].append(e)
+    # slot order: the sets of the first dimensions together (components of their union,
+    # coarsest first), so sets close early and splitting them shows early
+    parent = list(range(slots))
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    keys: list[list[int]] = []
+    for sets in dims:
+        for members, _ in sets:
+            a = find(members[0])
+            for x in members[1:]:
+                b = find(x)
+                if a != b:
+                    a, b = min(a, b), max(a, b)
+                    parent[b] = a
+        keys.append([find(x) for x in range(slots)])
+    order = sorted(range(slots), key=lambda x: (*(key[x] for key in reversed(keys)), x))
     home = [-1] * len(edge_dim)
     cut = [False] * len(edge_dim)
     room = list(capacities)
@@ -374,11 +395,12 @@ def search(
                 return low[d] < best[0][d]
         return False
 
-    def rec(s: int) -> bool:
-        if s == slots:
+    def rec(i: int) -> bool:
+        if i == slots:
             best[0] = tuple(forced)
             best_assign[0] = list(assign)
             return True
+        s = order[i]
         tried_empty: set[int] = set()
         for b in range(k):
             if room[b] == 0:
@@ -407,7 +429,7 @@ def search(
                     forced[edge_dim[e]] += edge_weight[e]
                     changed.append(~e)
             # completions only split more groups: go on only while this one is still ahead
-            if ahead() and not rec(s + 1):
+            if ahead() and not rec(i + 1):
                 return False
             for e in reversed(changed):
                 if e >= 0:

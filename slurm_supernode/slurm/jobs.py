@@ -8,6 +8,12 @@ The controller is asked with `scontrol show job --json` (data_parser, Slurm >= 2
 fields, the derived exit code included. Slurm 22.05's scontrol has no `--json` (it says
 `unrecognized option`, without asking the controller; a REFUSED failure): then the `-o` text
 form is parsed. Detected on each call from that answer, so nothing is remembered between calls.
+
+Accounting is asked the same way: `sacct --json` (data_parser) where the cluster stores
+accounting (slurmdbd); where it does not, sacct says so without asking anyone (`Slurm
+accounting storage is disabled`, 22.05's `slurm not configured with slurmdbd`) and exits
+non-zero, and the `-P` text form is tried, which then fails the same way. The completion log
+(`sacct -c`) is always read as text: `sacct -c --json` prints text (26.05) or refuses (22.05).
 """
 
 from __future__ import annotations
@@ -74,7 +80,8 @@ class JobInfo:
     from the batch script's `ExitCode=3:0`, `derived_exit_code` is the highest step exit code
     (None while unknown: scontrol on 22.05 does not print it; the completion log has it).
     `restart_count` and `stdout` are None when the record came from sacct (it does not keep
-    them); `source` says where the record came from: "scontrol", "sacct-c" or "sacct".
+    them); `source` says where the record came from: "scontrol", "sacct-c" (completion log),
+    "sacct-json" (accounting, `sacct --json`) or "sacct" (accounting, text form).
     """
 
     job_id: int
@@ -86,7 +93,7 @@ class JobInfo:
     derived_exit_code: int | None
     nodelist: str | None
     num_nodes: int
-    restart_count: int | None
+    restart_count: int | None  # also from `sacct --json` (accounting keeps it)
     partition: str | None
     start_time: datetime | None
     end_time: datetime | None
@@ -244,13 +251,107 @@ def job_from_sacct(row: dict[str, str], source: str) -> JobInfo:
     )
 
 
+def job_from_sacct_json(job: Mapping[str, object]) -> JobInfo:
+    """One entry of `sacct --json`'s `jobs` list -> JobInfo.
+
+    The fields read are the same in data_parser v0.0.42 (24.11) and v0.0.45 (26.05): `state`
+    is `{"current": ["FAILED"], "reason": "None"}`, times are under `time` (epoch, 0 = none),
+    the node count is `allocation_nodes`, "None assigned" means no nodes yet.
+    """
+
+    def text(key: str) -> str | None:
+        value = job.get(key)
+        return null(value) if isinstance(value, str) else None
+
+    state = job.get("state")
+    current = state.get("current") if isinstance(state, dict) else state
+    reason = state.get("reason") if isinstance(state, dict) else None
+    raw_times = job.get("time")
+    times: Mapping[str, object] = raw_times if isinstance(raw_times, dict) else {}
+    code, sig = json_exit_code(job.get("exit_code"))
+    derived = job.get("derived_exit_code")
+    restarts = job.get("restart_cnt")
+    nodelist = text("nodes")
+    return JobInfo(
+        job_id=json_number(job.get("job_id")) or 0,
+        name=text("name") or "",
+        state=json_state(current),
+        reason=null(reason) if isinstance(reason, str) else None,
+        exit_code=code,
+        exit_signal=sig,
+        derived_exit_code=json_exit_code(derived)[0] if isinstance(derived, dict) else None,
+        nodelist=None if nodelist == "None assigned" else nodelist,
+        num_nodes=json_number(job.get("allocation_nodes")) or 0,
+        restart_count=json_number(restarts) if restarts is not None else None,
+        partition=text("partition"),
+        start_time=json_time(times.get("start")),
+        end_time=json_time(times.get("end")),
+        work_dir=text("working_directory"),
+        stdout=text("stdout_expanded") or text("stdout"),
+        source="sacct-json",
+    )
+
+
+def sacct_json_records(text: str) -> list[JobInfo]:
+    """`sacct --json` output -> JobInfo per entry; SlurmError (BAD_OUTPUT) when it is not
+    JSON, has no `jobs` list, or reports errors without jobs."""
+    try:
+        doc = json.loads(text)
+    except ValueError as e:
+        raise SlurmError(
+            f"sacct --json printed no JSON: {text.strip()[:200]!r}",
+            kind=SlurmErrorKind.BAD_OUTPUT,
+        ) from e
+    entries = doc.get("jobs") if isinstance(doc, dict) else None
+    if not isinstance(entries, list):
+        raise SlurmError("sacct --json printed no 'jobs' list", kind=SlurmErrorKind.BAD_OUTPUT)
+    errors = doc.get("errors") if isinstance(doc, dict) else None
+    if not entries and isinstance(errors, list) and errors:
+        first = errors[0] if isinstance(errors[0], dict) else {}
+        what = first.get("description") or first.get("error") or str(errors[0])
+        raise SlurmError(f"sacct --json reported: {what}", kind=SlurmErrorKind.BAD_OUTPUT)
+    return [job_from_sacct_json(j) for j in entries if isinstance(j, dict)]
+
+
+def _sacct_json(job_id: int) -> tuple[bool, JobInfo | None]:
+    """(answered, record): answered is False when sacct gives no JSON here (no accounting
+    storage: `Slurm accounting storage is disabled`; 22.05 without slurmdbd; no `--json`:
+    all non-zero exits). A zero exit with output that is not sacct's JSON raises SlurmError."""
+    proc = run_slurm(["sacct", "--json", "-j", str(job_id)], timeout=30, check=False)
+    if proc.returncode != 0:
+        return False, None
+    rows = [info for info in sacct_json_records(proc.stdout) if info.job_id == job_id]
+    # One entry per job unless Slurm lists several runs: the last is the latest.
+    return True, (rows[-1] if rows else None)
+
+
+def sacct_json_job_info(job_id: int) -> JobInfo | None:
+    """The job as accounting knows it, from `sacct --json`; None when sacct gives no JSON
+    here (see `_sacct_json`) or accounting does not know the job."""
+    return _sacct_json(job_id)[1]
+
+
 def sacct_job_info(job_id: int, *, completion: bool) -> JobInfo | None:
     """The job as `sacct -c` (completion log, `completion=True`) or `sacct` (accounting)
     knows it; None when that source is not configured or does not know the job.
 
-    Slurm 22.05's `sacct -c` misreads its own log for job names with spaces (the state comes
-    back empty, here "UNKNOWN"): snrun's job names have none.
+    Accounting is asked with `sacct --json` first (detected: it answers in JSON only where
+    accounting storage is enabled), then with the text form. Slurm 22.05's `sacct -c` misreads
+    its own log for job names with spaces (the state comes back empty, here "UNKNOWN"):
+    snrun's job names have none.
     """
+    if not completion:
+        answered, info = _sacct_json(job_id)
+        return info if answered else sacct_text_job_info(job_id)
+    return _sacct_text(job_id, completion=True)
+
+
+def sacct_text_job_info(job_id: int) -> JobInfo | None:
+    """Accounting's record from `sacct -P` text (Slurm without `sacct --json`)."""
+    return _sacct_text(job_id, completion=False)
+
+
+def _sacct_text(job_id: int, *, completion: bool) -> JobInfo | None:
     cmd = ["sacct", "-j", str(job_id), "-P", "-n", "-o", ",".join(SACCT_FIELDS)]
     if completion:
         cmd.insert(1, "-c")
@@ -263,8 +364,9 @@ def sacct_job_info(job_id: int, *, completion: bool) -> JobInfo | None:
 
 
 def job_info(job_id: int) -> JobInfo | None:
-    """The job's current record: controller first, then `sacct -c`, then `sacct`; None if no
-    source knows the job (never submitted, or forgotten everywhere)."""
+    """The job's current record: controller first, then accounting's JSON (`sacct --json`:
+    restart count, reason and output path included), then `sacct -c`, then `sacct`'s text;
+    None if no source knows the job (never submitted, or forgotten everywhere)."""
     for info in controller_jobs(job_id):
         if info.job_id == job_id:
             if info.ended and info.derived_exit_code is None:
@@ -272,7 +374,13 @@ def job_info(job_id: int) -> JobInfo | None:
                 if logged is not None and logged.derived_exit_code is not None:
                     info = replace(info, derived_exit_code=logged.derived_exit_code)
             return info
-    return sacct_job_info(job_id, completion=True) or sacct_job_info(job_id, completion=False)
+    answered, info = _sacct_json(job_id)
+    if info is not None:
+        return info
+    logged = sacct_job_info(job_id, completion=True)
+    if logged is not None or answered:
+        return logged
+    return sacct_text_job_info(job_id)
 
 
 def submit(

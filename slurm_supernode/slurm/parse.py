@@ -162,7 +162,9 @@ def json_exit_code(value: object) -> tuple[int, int]:
         return 0, 0
     code = json_number(value.get("return_code")) or 0
     signal = value.get("signal")
-    sig = json_number(signal.get("id")) if isinstance(signal, dict) else None
+    sig = None
+    if isinstance(signal, dict):  # `id` (data_parser); `signal_id` in 22.05's openapi form
+        sig = json_number(signal.get("id", signal.get("signal_id")))
     return code, sig or 0
 
 

@@ -181,3 +181,20 @@ def detached_process_survives() -> bool:
     Read from `scontrol show config`; raises SlurmError if the controller is unreachable."""
     config = parse_config(run_slurm(["scontrol", "show", "config"], timeout=30).stdout)
     return not kills_detached_processes(config)
+
+
+def accounting_storage(config: dict[str, str]) -> str | None:
+    """`AccountingStorageType` of `scontrol show config` (`accounting_storage/slurmdbd`), None
+    when accounting is off (`accounting_storage/none`, absent, `(null)`)."""
+    value = (config.get("AccountingStorageType") or "").strip()
+    if value in ("", "(null)", "none", "accounting_storage/none"):
+        return None
+    return value
+
+
+def detect_accounting() -> str | None:
+    """The running cluster's accounting storage (one `scontrol show config`): what decides
+    whether `sacct` (and `sacct --json`) can answer from accounting, or only `sacct -c` can."""
+    return accounting_storage(
+        parse_config(run_slurm(["scontrol", "show", "config"], timeout=30).stdout)
+    )

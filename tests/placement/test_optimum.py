@@ -141,6 +141,12 @@ def test_rank_map_reaches_the_minimum(data):
     # devices: a TP group that fits inside the island holding the node's ranks stays in it
     islands = site.nodes[0].spec.device_groups
     tp = rm.layout.tp
+    if 1 < tp <= min(nproc, max(len(g) for g in islands)):  # the check counts the ranks
+        where = {d: i for i, g in enumerate(islands) for d in g}
+        split = sum(len({where[rm.ranks[r].device] for r in g}) > 1 for g in groups["tp"])
+        check = next(c for c in rm.checks if c.name == "tp-in-island")
+        assert check.ok == (split == 0)
+        assert split == 0 or check.detail.startswith(f"{split} TP groups cross")
     if tp <= nproc <= max(len(g) for g in islands):
         where = {d: i for i, g in enumerate(islands) for d in g}
         for g in groups["tp"]:
