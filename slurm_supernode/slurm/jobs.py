@@ -439,9 +439,13 @@ def release_requeued(job_id: int, *, timeout: float = 30) -> bool:
     after Slurm's 120 s BeginTime; True if it was released, False if it was not waiting.
 
     Right after a requeue the job is still COMPLETING: an update then succeeds but is
-    overwritten by the requeue's BeginTime, so this waits for PENDING, updates, and checks.
+    overwritten by the requeue's BeginTime, so this waits for the BeginTime, updates, and checks.
     """
     deadline = time.monotonic() + timeout
+    # A requeued job shows PENDING (reason None) while its old run still completes on its
+    # nodes; Slurm sets the BeginTime only once that is done. Until `settle`, PENDING without
+    # it is not yet a job that needs no release.
+    settle = time.monotonic() + min(timeout, 30.0)
     released = False
     while True:
         info = job_info(job_id)
@@ -449,7 +453,10 @@ def release_requeued(job_id: int, *, timeout: float = 30) -> bool:
             raise JobError(f"job {job_id} vanished after requeue")
         if info.state == "PENDING":
             if info.reason != "BeginTime":
-                return released
+                if released or time.monotonic() > settle:
+                    return released
+                time.sleep(0.2)
+                continue
             if time.monotonic() > deadline:
                 raise SlurmError(
                     f"job {job_id} still waits for its BeginTime after release",

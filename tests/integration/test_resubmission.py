@@ -355,10 +355,9 @@ def test_requeue_uses_expedite_where_the_cluster_has_it_and_still_excludes(
     print(
         f"requeue -> next attempt: {gap:.1f} s ({requeued['how']}, Slurm {slurm_cluster.version})"
     )
-    # expedited: the test cluster's cred_expire (10 s, Slurm's own delay) must be beaten
-    # clearly; the releaser's start on 22.05 measured 12.6 s (slurmd waits for the old
-    # credential), on 26.05 ~1.5 s
-    assert gap < (8 if expedite else 60), gap
+    # Slurm's own delay on the test cluster is cred_expire=10 s: both paths must beat it
+    # (measured at load 1-2: 1.1 s expedite-held on 26.05, 2.2 s released on 22.05)
+    assert gap < 9, gap
     assert time.monotonic() - t0 < 240
     log = (job_dir / "logs" / f"release-{requeued['job_id']}.log").read_text()
     assert ("released from its hold" in log) is expedite and "excluded n3" in log

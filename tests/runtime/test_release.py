@@ -30,7 +30,7 @@ def test_no_preference_without_spares_for_het_jobs_or_several_supernodes() -> No
 
 
 # The releaser against a fake scontrol (22.05's text form): each `show job` answers the next
-# state of the list, every call is logged.
+# state of the list ("STATE" or "STATE/REASON"), every call is logged.
 def fake_scontrol(tmp_path, monkeypatch, states: list[str], update_rc: int = 0):
     import stat
 
@@ -46,7 +46,8 @@ case "$*" in
   "show job --json"*) echo "scontrol: unrecognized option '--json'" >&2; exit 1 ;;
   "show job -o"*)
     s=$(head -n1 {seq}); [ "$(wc -l < {seq})" -gt 1 ] && sed -i 1d {seq}
-    echo "JobId=500 JobName=t JobState=$s Reason=None ExitCode=0:0 Restarts=1 NumNodes=2" ;;
+    r=${{s#*/}}; [ "$r" = "$s" ] && r=None; s=${{s%/*}}
+    echo "JobId=500 JobName=t JobState=$s Reason=$r ExitCode=0:0 Restarts=1 NumNodes=2" ;;
   update*) exit {update_rc} ;;
 esac
 """
@@ -87,3 +88,19 @@ def test_ended_job_is_not_released(tmp_path, monkeypatch):
     log = fake_scontrol(tmp_path, monkeypatch, ["CANCELLED"])
     assert release(500, ["n1"], held=True) == "job 500 is CANCELLED: nothing to release"
     assert all(c.startswith("show job") for c in log.read_text().splitlines())
+
+
+def test_release_waits_for_the_begin_time_slurm_sets_after_the_old_run_completed(
+    tmp_path, monkeypatch
+):
+    """A requeued job is PENDING without a reason while its old run still completes; Slurm sets
+    the BeginTime (cred_expire) only afterwards: releasing then, not at the first PENDING
+    (which left every requeue on 22.05 and 24.11 waiting for cred_expire)."""
+    from slurm_supernode.runtime.release import release
+
+    states = ["RUNNING", "PENDING", "PENDING", "PENDING/BeginTime", "PENDING", "RUNNING"]
+    log = fake_scontrol(tmp_path, monkeypatch, states)
+    assert release(500, ["n3"]) == "job 500 released: excluded n3"
+    calls = [c for c in log.read_text().splitlines() if not c.startswith("show job")]
+    assert calls[0] == "update JobId=500 ExcNodeList=n3"
+    assert calls[1].startswith("update JobId=500 StartTime=now")
