@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -301,3 +302,24 @@ def test_gen_shape_exports_through_the_site_exporter(tmp_path):
 
     site = load_site(str(tmp_path / "site.yaml"))  # the generated site validates
     assert [sn.name for sn in site.supernodes] == ["sn0", "sn1", "sn2"]
+
+
+def test_gen_shape_gives_every_export_the_version_and_never_asks_sinfo(fake_bin, tmp_path):
+    """Inside a namespaced cluster `sinfo --version` reads the slurm.conf being written (its
+    nodes.conf does not exist yet) and hangs until killed: gen-shape must not need it."""
+    log = tmp_path / "calls"
+    fake_bin("slurmctld", 'echo "slurm 24.11.5"')
+    fake_bin("sinfo", f'echo "sinfo $*" >>{log}; sleep 30')
+    fake_bin("scontrol", f'echo "scontrol $*" >>{log}; exit 1')
+    out = tmp_path / "etc"
+    out.mkdir()
+    script = str(ROOT / "contrib" / "minicluster" / "gen-shape")
+    subprocess.run(
+        ["bash", script, str(out), "/dev/x", "2", "4", "8", "8", "17000"],
+        check=True,
+        env={**os.environ, "PYTHON": sys.executable, "SNRUN_MC_TOPOLOGY": "block"},
+        timeout=60,
+    )
+    assert not log.exists()
+    assert "BlockName=sn0" in (out / "topology.conf").read_text()
+    assert "BlockSizes" in (out / "topology.conf").read_text()  # 24.05+ spelling
