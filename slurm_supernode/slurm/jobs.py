@@ -183,20 +183,25 @@ def job_from_json(job: Mapping[str, object]) -> JobInfo:
     )
 
 
-def _json_jobs(text: str) -> list[JobInfo]:
-    """`scontrol show job --json` output -> JobInfo per job (SlurmError if it is not JSON)."""
+def _jobs_document(text: str, command: str) -> tuple[dict, list]:
+    """A Slurm ``--json`` answer and its ``jobs`` list; SlurmError (BAD_OUTPUT) when the text
+    is not JSON or has no such list. ``command`` names the command in the error."""
     try:
         doc = json.loads(text)
     except ValueError as e:
         raise SlurmError(
-            f"scontrol show job --json printed no JSON: {text[:200]!r}",
+            f"{command} printed no JSON: {text.strip()[:200]!r}",
             kind=SlurmErrorKind.BAD_OUTPUT,
         ) from e
     entries = doc.get("jobs") if isinstance(doc, dict) else None
     if not isinstance(entries, list):
-        raise SlurmError(
-            "scontrol show job --json printed no 'jobs' list", kind=SlurmErrorKind.BAD_OUTPUT
-        )
+        raise SlurmError(f"{command} printed no 'jobs' list", kind=SlurmErrorKind.BAD_OUTPUT)
+    return doc, entries
+
+
+def _json_jobs(text: str) -> list[JobInfo]:
+    """`scontrol show job --json` output -> JobInfo per job (SlurmError if it is not JSON)."""
+    _, entries = _jobs_document(text, "scontrol show job --json")
     return [job_from_json(j) for j in entries if isinstance(j, dict)]
 
 
@@ -295,17 +300,8 @@ def job_from_sacct_json(job: Mapping[str, object]) -> JobInfo:
 def sacct_json_records(text: str) -> list[JobInfo]:
     """`sacct --json` output -> JobInfo per entry; SlurmError (BAD_OUTPUT) when it is not
     JSON, has no `jobs` list, or reports errors without jobs."""
-    try:
-        doc = json.loads(text)
-    except ValueError as e:
-        raise SlurmError(
-            f"sacct --json printed no JSON: {text.strip()[:200]!r}",
-            kind=SlurmErrorKind.BAD_OUTPUT,
-        ) from e
-    entries = doc.get("jobs") if isinstance(doc, dict) else None
-    if not isinstance(entries, list):
-        raise SlurmError("sacct --json printed no 'jobs' list", kind=SlurmErrorKind.BAD_OUTPUT)
-    errors = doc.get("errors") if isinstance(doc, dict) else None
+    doc, entries = _jobs_document(text, "sacct --json")
+    errors = doc.get("errors")
     if not entries and isinstance(errors, list) and errors:
         first = errors[0] if isinstance(errors[0], dict) else {}
         what = first.get("description") or first.get("error") or str(errors[0])
