@@ -11,6 +11,8 @@ SLURM ?= host
 TOPOLOGY ?= tree
 # EXPEDITE=1: SlurmctldParameters=enable_expedited_requeue (Slurm >= 25.11: 26.05 here)
 EXPEDITE ?= 0
+# ACCOUNTING=1: slurmdbd + MariaDB in a 24.11/26.05 cluster (sacct --json); ~6 s more boot
+ACCOUNTING ?= 0
 MC := bash contrib/minicluster/minicluster
 
 install:  ## apt (Slurm, munge, debootstrap) + pip (the package, dev tools, CPU torch); idempotent
@@ -37,27 +39,28 @@ roots:  ## build (once) the Debian roots of Slurm 24.11 (trixie) and 26.05 (fork
 
 integration:  ## the slurm-marked tests on one cluster: make integration SLURM=24.11 TOPOLOGY=block
 	SNRUN_SLURM=$(SLURM) SNRUN_TOPOLOGY=$(TOPOLOGY) SNRUN_MC_EXPEDITED_REQUEUE=$(EXPEDITE) \
+	  SNRUN_MC_ACCOUNTING=$(ACCOUNTING) \
 	  $(PYTHON) -m pytest -q -m slurm
 
 # What CI runs: lint, the unit tests once, the integration tests on 22.05 (tree) and on
-# 24.11 (block). ~30 min on 2 cores.
+# 24.11 (block, with slurmdbd accounting). ~30 min on 2 cores.
 test: install lint
 	$(PYTHON) -m pytest -q -m "not slurm"
 	$(MAKE) --no-print-directory integration SLURM=host TOPOLOGY=tree
 	$(MC) build --slurm 24.11
-	$(MAKE) --no-print-directory integration SLURM=24.11 TOPOLOGY=block
+	$(MAKE) --no-print-directory integration SLURM=24.11 TOPOLOGY=block ACCOUNTING=1
 
 # The newest Slurm: 26.05 (Debian forky) with topology.yaml (blocks as the cluster default) and
-# expedited requeues enabled.
+# expedited requeues enabled and slurmdbd accounting.
 test-slurm: install
 	$(MC) build --slurm 26.05
-	$(MAKE) --no-print-directory integration SLURM=26.05 TOPOLOGY=yaml EXPEDITE=1
+	$(MAKE) --no-print-directory integration SLURM=26.05 TOPOLOGY=yaml EXPEDITE=1 ACCOUNTING=1
 
 bench: install
 	bash bench/run_all.sh
 
 cluster-up:
-	SNRUN_MC_EXPEDITED_REQUEUE=$(EXPEDITE) $(MC) up --slurm $(SLURM) --topology $(TOPOLOGY)
+	SNRUN_MC_EXPEDITED_REQUEUE=$(EXPEDITE) SNRUN_MC_ACCOUNTING=$(ACCOUNTING) $(MC) up --slurm $(SLURM) --topology $(TOPOLOGY)
 
 cluster-down:
 	$(MC) down --slurm $(SLURM)

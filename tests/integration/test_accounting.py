@@ -1,6 +1,7 @@
 """Job records from accounting on the real local cluster: `sacct --json` where the cluster runs
-slurmdbd (the namespaced 24.11/26.05 clusters, by default), the completion log's text where it
-does not (the host's 22.05). What is expected follows what the running cluster says."""
+slurmdbd (a namespaced 24.11/26.05 cluster booted with --accounting, as make test does), the
+completion log's text where it does not (the host's 22.05). What is expected follows what the
+running cluster says."""
 
 from __future__ import annotations
 
