@@ -44,9 +44,9 @@ def run(ns: argparse.Namespace) -> int:
     import sys
 
     from slurm_supernode.errors import InputError, JobError
-    from slurm_supernode.forensics.logs import current_job_id
     from slurm_supernode.hostlist import expand
     from slurm_supernode.launch.inputs import load_inputs
+    from slurm_supernode.runtime.ledger import current_job_id
     from slurm_supernode.slurm.attach import attach_argv, run_attached
     from slurm_supernode.slurm.jobs import job_info
 

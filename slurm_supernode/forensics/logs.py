@@ -9,7 +9,6 @@ node rank (``env/<node>.<attempt>.json``) times the processes per node plus the 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 from collections.abc import Iterator
@@ -37,20 +36,6 @@ def attempts_with_logs(job_dir: Path) -> list[int]:
             if m and entry.is_dir():
                 found.append(int(m.group(1)))
     return sorted(found)
-
-
-def current_job_id(job_dir: Path) -> int | None:
-    """The newest Slurm job id of the chain (requeues keep it, resubmissions add one)."""
-    from slurm_supernode.runtime import ledger
-
-    ids: set[int] = set()
-    for rec in ledger.read(job_dir):
-        for key in ("job_id", "new_job_id"):
-            if isinstance(rec.get(key), int) and rec[key] > 0:
-                ids.add(rec[key])
-    with contextlib.suppress(OSError, ValueError):
-        ids.update(json.loads((job_dir / "job.json").read_text()).get("job_ids", []))
-    return max(ids) if ids else None
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ last line: the next writer starts on a fresh line and readers skip what does not
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -128,3 +129,15 @@ def next_attempt(job_dir: Path) -> int:
     """Number of the next attempt: one more than the highest recorded."""
     chain = fold(read(job_dir))
     return (chain.attempts[-1].attempt + 1) if chain.attempts else 0
+
+
+def current_job_id(job_dir: Path) -> int | None:
+    """The newest Slurm job id of the chain (requeues keep it, resubmissions add one)."""
+    ids: set[int] = set()
+    for rec in read(job_dir):
+        for key in ("job_id", "new_job_id"):
+            if isinstance(rec.get(key), int) and rec[key] > 0:
+                ids.add(rec[key])
+    with contextlib.suppress(OSError, ValueError):
+        ids.update(json.loads((job_dir / "job.json").read_text()).get("job_ids", []))
+    return max(ids) if ids else None
