@@ -24,7 +24,6 @@ from slurm_supernode.placement.model import (
     RankList,
     RankMap,
 )
-from slurm_supernode.placement.rankmap import dim_strides, parse_order
 from slurm_supernode.site.model import LINK_LEVELS, Site
 
 HARD_CHECKS = frozenset({"bijection", "world-size", "tp-in-node", "etp-in-node"})
@@ -134,7 +133,7 @@ def resolve_layout(layout: Layout, world: int, nproc: int) -> Layout:
 
     ``dp`` is derived (world / tp*cp*pp); a dp other than 1 in the input must agree.
     """
-    parse_order(layout.order)
+    grids.parse_order(layout.order)
     if layout.framework == "torchtitan" and layout.order != DEFAULT_ORDER:
         raise PlacementError(
             str(grids.framework_problem(layout, world)),
@@ -326,7 +325,7 @@ def _island_check(rm: RankMap, site: Site, dim: str = "tp") -> Check:
     name = f"{dim}-in-island"
     if tp == 1:
         return Check(name, True, f"{dim}=1")
-    stride = dim_strides(lay)[dim]
+    stride = grids.all_strides(lay)[dim]
     bad = 0
     islands: dict[tuple, tuple[int, dict[int, int]]] = {}  # device_groups -> (size, device->island)
     nodes = rm.nodes

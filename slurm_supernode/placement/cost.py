@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from slurm_supernode.errors import InputError
 from slurm_supernode.placement.checks import slowest_level, span_counts
+from slurm_supernode.placement.layout import all_strides
 from slurm_supernode.placement.model import DIMENSIONS, GROUP_DIMS, Layout, RankMap
 from slurm_supernode.placement.models import ModelSpec
 from slurm_supernode.site.model import CROSS_ISLAND, LinkLevel, Site
@@ -309,10 +310,8 @@ def island_crossing(
     ``nodes``: distinct (visible devices, device_groups) of the allocation. Ranks fill every
     node the same way, so the first lcm(nproc, stride x size) ranks show every in-node pattern.
     """
-    from slurm_supernode.placement.rankmap import dim_strides
-
     size = layout.size(dim)
-    stride = dim_strides(layout)[dim]
+    stride = all_strides(layout)[dim]
     if size == 1 or stride * (size - 1) >= nproc:
         return False
     span = math.lcm(nproc, stride * size)

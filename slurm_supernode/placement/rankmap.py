@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from slurm_supernode.errors import InputError, PlacementError
+from slurm_supernode.placement import checks
 from slurm_supernode.placement import layout as grids
-from slurm_supernode.placement.layout import parse_order  # noqa: F401  (public re-export)
 from slurm_supernode.placement.model import (
     GROUP_DIMS,
     Layout,
@@ -65,11 +65,6 @@ def _fold(names: Sequence[str], limit: int = 200) -> str:
 
     text = fold(names)
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def dim_strides(layout: Layout) -> dict[str, int]:
-    """Rank distance between neighbours of each group dimension (tp..edp), per its grid."""
-    return grids.all_strides(layout)
 
 
 def coords_of(rank: int, layout: Layout) -> dict[str, int]:
@@ -218,8 +213,6 @@ def build_rank_map(
     devices 0..n-1 ignoring device groups); the planner compares both.
     Raises PlacementError for unknown hosts and infeasible layouts (with nearest feasible ones).
     """
-    from slurm_supernode.placement import checks  # local: checks imports this module
-
     names = parse_hosts(hosts)
     nodes = order_nodes(site, names, physical)
     nproc = resolve_nproc(nodes, nproc_per_node)
@@ -335,7 +328,7 @@ def _groups_json(rm: RankMap) -> dict:
     Group g of a dimension = ranks ``base + k*stride`` (k < size) for every base whose own
     coordinate in that dimension is 0: exactly the framework's groups, without listing them.
     """
-    strides = dim_strides(rm.layout)
+    strides = grids.all_strides(rm.layout)
     out = {}
     for d in GROUP_DIMS:
         size = rm.layout.size(d)

@@ -20,13 +20,13 @@ from slurm_supernode.placement.cost import (
     refine_levels,
     step_cost,
 )
+from slurm_supernode.placement.layout import parse_order
 from slurm_supernode.placement.model import DEFAULT_FRAMEWORK, DEFAULT_ORDER, Layout
 from slurm_supernode.placement.rankmap import (
     choose_devices,
     order_nodes,
     pack_nodes,
     parse_hosts,
-    parse_order,
     resolve_nproc,
 )
 from slurm_supernode.site.model import Site

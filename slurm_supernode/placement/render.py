@@ -78,10 +78,9 @@ def render_plan(
         c.name.removeprefix("span-"): c.detail for c in rm.checks if c.name.startswith("span-")
     }
     if spans:
-        from slurm_supernode.placement.layout import grid_of
-        from slurm_supernode.placement.rankmap import dim_strides
+        from slurm_supernode.placement.layout import all_strides, grid_of
 
-        strides = dim_strides(lay)
+        strides = all_strides(lay)
         rows = []
         for d in GROUP_DIMS:
             sp = rm.spans.get(d, {})
