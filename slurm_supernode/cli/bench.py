@@ -187,7 +187,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from slurm_supernode.bench.report import main_report, report_site
+    from slurm_supernode.cli.bench_report import main_report, report_site
     from slurm_supernode.fsutil import check_output_path
 
     for option in ("html", "prom", "json"):

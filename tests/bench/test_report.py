@@ -13,9 +13,9 @@ from slurm_supernode.bench.report import (
     REGRESSION_EXIT,
     Thresholds,
     build_reports,
-    thresholds_from,
 )
 from slurm_supernode.bench.store import open_store
+from slurm_supernode.cli.bench_report import thresholds_from
 from slurm_supernode.cli.main import main
 from slurm_supernode.site.model import BenchSettings
 from tests.bench.helpers import make_run
