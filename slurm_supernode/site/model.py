@@ -132,12 +132,18 @@ class EnvProfile:
         return dict(self.vars)
 
 
+# The regression report's defaults: a site without a bench section and bench/report.Thresholds
+# both take them from here.
+DEFAULT_REGRESSION_PCT = 10.0
+DEFAULT_BASELINE_RUNS = 7
+
+
 @dataclass(frozen=True, slots=True)
 class BenchSettings:
     """Thresholds for the nightly bandwidth regression report."""
 
-    regression_pct: float = 10.0  # flag when busbw drops more than this below the baseline
-    baseline_runs: int = 7  # rolling baseline: median of the last N good runs
+    regression_pct: float = DEFAULT_REGRESSION_PCT  # flag when busbw drops more than this below the baseline
+    baseline_runs: int = DEFAULT_BASELINE_RUNS  # rolling baseline: median of the last N good runs
     sizes: tuple[int, ...] = ()  # message sizes in bytes; empty: the bench default sweep
     min_busbw_gbps: tuple[tuple[str, float], ...] = ()  # (scope, floor) pairs
 
