@@ -142,7 +142,9 @@ DEFAULT_BASELINE_RUNS = 7
 class BenchSettings:
     """Thresholds for the nightly bandwidth regression report."""
 
-    regression_pct: float = DEFAULT_REGRESSION_PCT  # flag when busbw drops more than this below the baseline
+    regression_pct: float = (
+        DEFAULT_REGRESSION_PCT  # flag when busbw drops more than this below the baseline
+    )
     baseline_runs: int = DEFAULT_BASELINE_RUNS  # rolling baseline: median of the last N good runs
     sizes: tuple[int, ...] = ()  # message sizes in bytes; empty: the bench default sweep
     min_busbw_gbps: tuple[tuple[str, float], ...] = ()  # (scope, floor) pairs
