@@ -15,7 +15,7 @@ import uuid
 from dataclasses import replace
 
 from slurm_supernode.doctor.model import DeviceFacts, SmiGpu, StorageFacts
-from slurm_supernode.health.probe import _run_tool as run_tool
+from slurm_supernode.health.probe import run_tool
 
 SMI_QUERY = [
     "nvidia-smi",

@@ -10,9 +10,9 @@ from __future__ import annotations
 import glob
 import os
 import shutil
-import subprocess
 from dataclasses import dataclass
 
+from slurm_supernode import tools
 from slurm_supernode.health import checks
 from slurm_supernode.health.checks import CheckResult
 from slurm_supernode.site.model import Site
@@ -41,14 +41,9 @@ class HealthOptions:
     timeout: float = 30.0
 
 
-def _run_tool(argv: list[str], timeout: float = TOOL_TIMEOUT) -> tuple[int, str]:
-    try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
-    except subprocess.TimeoutExpired:
-        return 124, f"{argv[0]} timed out after {timeout:g} s"
-    except OSError as exc:
-        return 127, f"{argv[0]}: {exc.strerror}"
-    return proc.returncode, proc.stdout + proc.stderr
+def run_tool(argv: list[str], timeout: float = TOOL_TIMEOUT) -> tuple[int, str]:
+    """A vendor tool with the health check's timeout (tools.run_tool)."""
+    return tools.run_tool(argv, timeout)
 
 
 def device_check(site: Site | None, opts: HealthOptions) -> CheckResult:
@@ -69,12 +64,12 @@ def vendor_checks(site: Site | None) -> list[CheckResult]:
     vendor = site.vendor if site is not None else None
     out = []
     if vendor in (None, "nvidia") and shutil.which("nvidia-smi"):
-        out.append(checks.check_nvidia_smi(*_run_tool(NVIDIA_SMI_QUERY)))
-        code, log = _run_tool(["dmesg", "--notime"], timeout=5)
+        out.append(checks.check_nvidia_smi(*run_tool(NVIDIA_SMI_QUERY)))
+        code, log = run_tool(["dmesg", "--notime"], timeout=5)
         if code == 0:
             out.append(checks.check_xids(log))
     if vendor in (None, "ascend") and shutil.which("npu-smi"):
-        out.append(checks.check_npu_smi(*_run_tool(["npu-smi", "info"])))
+        out.append(checks.check_npu_smi(*run_tool(["npu-smi", "info"])))
     return out
 
 

@@ -14,11 +14,11 @@ import ipaddress
 import os
 import re
 import shutil
-import subprocess
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from slurm_supernode import tools
 from slurm_supernode.placement.hccl import DeviceFacts, NodeFacts
 
 HCCN_CONF = "/etc/hccn.conf"
@@ -131,14 +131,8 @@ def find_tool(
 
 
 def run_tool(argv: list[str], timeout: float = TOOL_TIMEOUT) -> tuple[int, str]:
-    """Run a tool; (exit code, stdout + stderr). Never raises: failures are codes."""
-    try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
-    except subprocess.TimeoutExpired:
-        return 124, f"{argv[0]} timed out after {timeout:g}s"
-    except OSError as exc:
-        return 127, f"{argv[0]}: {exc.strerror or exc}"
-    return proc.returncode, (proc.stdout or "") + (proc.stderr or "")
+    """An Ascend tool with the reader's timeout (tools.run_tool)."""
+    return tools.run_tool(argv, timeout)
 
 
 def _first_line(text: str) -> str:
