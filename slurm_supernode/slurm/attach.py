@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from slurm_supernode.errors import SlurmError
 from slurm_supernode.hostlist import fold
+from slurm_supernode.slurm.steps import overlap_argv
 
 
 def attach_argv(
@@ -20,16 +21,7 @@ def attach_argv(
     """The srun command: one task on each of ``nodes`` (a pseudo-terminal for a shell)."""
     if not nodes:
         raise ValueError("attach needs at least one node")
-    cmd = [
-        "srun",
-        f"--jobid={job_id}",
-        "--overlap",
-        f"--nodelist={fold(list(nodes))}",
-        f"--nodes={len(nodes)}",
-        f"--ntasks={len(nodes)}",
-        "--ntasks-per-node=1",
-        "--kill-on-bad-exit=0",
-    ]
+    cmd = overlap_argv(job_id, fold(list(nodes)), len(nodes), kill_on_bad_exit=False)
     if pty:
         cmd.append("--pty")
     return [*cmd, *command]

@@ -28,6 +28,20 @@ def step_command(
     return [*cmd, *command]
 
 
+def overlap_argv(
+    job_id: int, nodelist: str, nodes: int, *, kill_on_bad_exit: bool, export_all: bool = False
+) -> list[str]:
+    """``srun`` options of a step inside running job ``job_id``: one task on each of ``nodes``
+    nodes of ``nodelist``, sharing the job's resources with its own steps (``--overlap``)."""
+    argv = [
+        "srun", f"--jobid={job_id}", "--overlap", f"--nodelist={nodelist}", f"--nodes={nodes}",
+        f"--ntasks={nodes}", "--ntasks-per-node=1", f"--kill-on-bad-exit={int(kill_on_bad_exit)}",
+    ]  # fmt: skip
+    if export_all:
+        argv.append("--export=ALL")
+    return argv
+
+
 def start_step(argv: Sequence[str], env: Mapping[str, str]) -> subprocess.Popen[bytes]:
     """Start a step in the background; a missing srun is a SlurmError (NOT_INSTALLED)."""
     try:
@@ -74,8 +88,7 @@ def overlap_step(
     from slurm_supernode.slurm.runner import run_slurm
 
     cmd = [
-        "srun", f"--jobid={job_id}", "--overlap", f"--nodelist={nodelist}", f"--nodes={nodes}",
-        f"--ntasks={nodes}", "--ntasks-per-node=1", "--kill-on-bad-exit=1", "--export=ALL",
+        *overlap_argv(job_id, nodelist, nodes, kill_on_bad_exit=True, export_all=True),
         *argv,
-    ]  # fmt: skip
+    ]
     return run_slurm(cmd, timeout=timeout, check=False, env=env, cwd=cwd)
