@@ -22,8 +22,10 @@ def _int(environ: Mapping[str, str], name: str) -> int | None:
         raise JobError(f"{name}={text!r} is not a whole number", where="environment") from None
 
 
-def _float(environ: Mapping[str, str], name: str) -> float | None:
-    text = (environ.get(name) or "").strip()
+def parse_seconds(text: str) -> float | None:
+    """A duration in seconds >= 0 (``SNRUN_HANG_TIMEOUT``...), None when empty. ValueError
+    otherwise: the caller says where it came from (the job's environment, ``--env``)."""
+    text = text.strip()
     if not text:
         return None
     try:
@@ -31,8 +33,15 @@ def _float(environ: Mapping[str, str], name: str) -> float | None:
     except ValueError:
         value = -1.0
     if not value >= 0:
-        raise JobError(f"{name}={text!r} is not a number of seconds >= 0", where="environment")
+        raise ValueError(f"{text!r} is not a number of seconds >= 0")
     return value
+
+
+def _float(environ: Mapping[str, str], name: str) -> float | None:
+    try:
+        return parse_seconds(environ.get(name) or "")
+    except ValueError as exc:
+        raise JobError(f"{name}={exc}", where="environment") from None
 
 
 @dataclass(frozen=True)

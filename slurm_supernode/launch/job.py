@@ -18,6 +18,7 @@ from typing import Any
 from slurm_supernode import __version__
 from slurm_supernode.errors import InputError, SlurmError
 from slurm_supernode.fsutil import expand_path, write_atomic, write_json_atomic
+from slurm_supernode.jobenv import parse_seconds
 from slurm_supernode.launch.envmerge import merge_env
 from slurm_supernode.launch.inputs import FILE as INPUTS_FILE
 from slurm_supernode.launch.inputs import JobInputs
@@ -167,16 +168,10 @@ def fork_default(spec: JobSpec, site: Site) -> bool:
 
 def _seconds(env: dict[str, str], name: str) -> float | None:
     """A duration given through the environment (site profile or --env), checked at submit."""
-    text = env.get(name, "").strip()
-    if not text:
-        return None
     try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not value >= 0:
-        raise InputError(f"{name}={text!r} is not a number of seconds >= 0", where=f"--env {name}")
-    return value
+        return parse_seconds(env.get(name, ""))
+    except ValueError as exc:
+        raise InputError(f"{name}={exc}", where=f"--env {name}") from None
 
 
 def template_context(
