@@ -2,6 +2,8 @@
 torchrun's (``RANK``, ``LOCAL_RANK``, ...) and those the supervisor passes to its step
 (``SNRUN_*``). ``JobEnvironment.from_environ`` is the one place that reads them, so
 heterogeneous jobs, missing values and bad numbers are handled the same way everywhere.
+``SnrunSettings.from_environ`` is the one reader of the user's own ``SNRUN_*`` settings (the
+default site, the jobs folder, the bench database...), on the login node and in jobs.
 """
 
 from __future__ import annotations
@@ -42,6 +44,42 @@ def _float(environ: Mapping[str, str], name: str) -> float | None:
         return parse_seconds(environ.get(name) or "")
     except ValueError as exc:
         raise JobError(f"{name}={exc}", where="environment") from None
+
+
+SITE_ENV = "SNRUN_SITE"
+
+
+@dataclass(frozen=True)
+class SnrunSettings:
+    """The user's ``SNRUN_*`` settings; an unset or empty variable is None. Values are checked
+    where they are used, which knows the option they stand in for."""
+
+    site: str | None = None  # SNRUN_SITE: the default --site (name or file)
+    site_file: str | None = None  # SNRUN_SITE_FILE: the site file of a doctor job
+    job_dir: str | None = None  # SNRUN_JOB_DIR: the job directory of a doctor job
+    jobs_dir: str | None = None  # SNRUN_JOBS_DIR: the default --jobs-dir
+    bench_db: str | None = None  # SNRUN_BENCH_DB: the default bench results database
+    cache_dir: str | None = None  # SNRUN_CACHE_DIR: compiled templates ("off": no cache)
+    snapshot_max_mb: str | None = None  # SNRUN_SNAPSHOT_MAX_MB: the code snapshot's limit
+    debug: bool = False  # SNRUN_DEBUG=1: tracebacks instead of one-line errors
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str] | None = None) -> SnrunSettings:
+        """Read ``environ`` (default ``os.environ``)."""
+        if environ is None:
+            import os
+
+            environ = os.environ
+        return cls(
+            site=environ.get(SITE_ENV) or None,
+            site_file=environ.get("SNRUN_SITE_FILE") or None,
+            job_dir=environ.get("SNRUN_JOB_DIR") or None,
+            jobs_dir=environ.get("SNRUN_JOBS_DIR") or None,
+            bench_db=environ.get("SNRUN_BENCH_DB") or None,
+            cache_dir=environ.get("SNRUN_CACHE_DIR") or None,
+            snapshot_max_mb=environ.get("SNRUN_SNAPSHOT_MAX_MB") or None,
+            debug=environ.get("SNRUN_DEBUG") == "1",
+        )
 
 
 @dataclass(frozen=True)

@@ -83,3 +83,22 @@ def test_nothing_else_reads_slurm_or_torchrun_variables():
         if p.name != "jobenv.py" and pattern.search(p.read_text())
     ]
     assert offenders == []
+
+
+def test_parse_seconds() -> None:
+    from slurm_supernode.jobenv import parse_seconds
+
+    assert parse_seconds("") is None
+    assert parse_seconds(" 2.5 ") == 2.5
+    for bad in ("-1", "nan", "soon"):
+        with pytest.raises(ValueError, match="is not a number of seconds >= 0"):
+            parse_seconds(bad)
+
+
+def test_snrun_settings_read_once() -> None:
+    from slurm_supernode.jobenv import SnrunSettings
+
+    env = {"SNRUN_SITE": "lab", "SNRUN_JOBS_DIR": "", "SNRUN_DEBUG": "1"}
+    settings = SnrunSettings.from_environ(env)
+    assert (settings.site, settings.jobs_dir, settings.debug) == ("lab", None, True)
+    assert SnrunSettings.from_environ({}) == SnrunSettings()

@@ -21,6 +21,7 @@ from slurm_supernode.bench.model import BACKENDS, TIMINGS
 from slurm_supernode.cli.options import non_negative, number, positive
 from slurm_supernode.errors import InputError
 from slurm_supernode.fsutil import write_atomic
+from slurm_supernode.jobenv import SnrunSettings
 
 ACTIONS = ("run", "report", "submit", "schedule")
 
@@ -29,7 +30,7 @@ def default_db(env=os.environ) -> str:
     """``$SNRUN_BENCH_DB``, else the site default path (``~/.snrun/bench.sqlite``)."""
     from slurm_supernode.site.model import PathSettings
 
-    return env.get("SNRUN_BENCH_DB") or PathSettings().results_db
+    return SnrunSettings.from_environ(env).bench_db or PathSettings().results_db
 
 
 _positive_int = positive
@@ -151,7 +152,7 @@ def config_from_args(args: argparse.Namespace, env=os.environ):
         timing=args.timing,
         check=not args.no_check,
         supernode_size=args.supernode_size,
-        site=args.site if args.site is not None else env.get("SNRUN_SITE", ""),
+        site=args.site if args.site is not None else SnrunSettings.from_environ(env).site or "",
         job_id=args.job_id if args.job_id is not None else _job_id(env),
     )
 
@@ -196,7 +197,7 @@ def _report(args: argparse.Namespace) -> int:
     if args.db and os.path.isdir(args.db):
         raise InputError(f"{args.db} is a directory", where="--db", hint="give the database file")
     site, bench, site_db = report_site(args.site)
-    db = args.db or os.environ.get("SNRUN_BENCH_DB") or site_db or default_db()
+    db = args.db or SnrunSettings.from_environ().bench_db or site_db or default_db()
     return main_report(args, db=db, site=site, bench=bench)
 
 

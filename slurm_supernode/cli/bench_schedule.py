@@ -16,7 +16,7 @@ from pathlib import Path
 
 from slurm_supernode.bench.model import BACKENDS
 from slurm_supernode.cli.options import add_service_job_arguments, non_negative, positive
-from slurm_supernode.jobenv import JobEnvironment
+from slurm_supernode.jobenv import JobEnvironment, SnrunSettings
 
 # (dest, flag) of every job option, in the order they are written back for a schedule.
 _JOB_OPTIONS = (
@@ -98,7 +98,7 @@ def site_argument(value: str | None) -> str | None:
     """A site file becomes an absolute path (jobs run elsewhere); a name stays a name."""
     if value and Path(value).expanduser().is_file():
         return str(Path(value).expanduser().absolute())
-    return value or os.environ.get("SNRUN_SITE") or None
+    return value or SnrunSettings.from_environ().site
 
 
 def bench_job(ns: argparse.Namespace, **extra):

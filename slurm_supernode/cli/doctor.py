@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
 from slurm_supernode.bench.model import BACKENDS
 from slurm_supernode.cli.options import add_service_job_arguments
 from slurm_supernode.errors import InputError, JobError
-from slurm_supernode.jobenv import JobEnvironment
+from slurm_supernode.jobenv import JobEnvironment, SnrunSettings
 
 
 def _size(text: str) -> int:
@@ -140,7 +139,7 @@ def _doctor_job(ns: argparse.Namespace, site, site_arg):
         backend=ns.backend,
         size=ns.size,
         iters=ns.iters,
-        db=ns.db or os.environ.get("SNRUN_BENCH_DB"),
+        db=ns.db or SnrunSettings.from_environ().bench_db,
         checkpoint_dir=ns.checkpoint_dir,
         time=ns.time,
         partition=ns.partition,
@@ -219,8 +218,9 @@ def _in_job(ns: argparse.Namespace) -> int:
     from slurm_supernode.doctor.inside import InsideOptions, run_inside
     from slurm_supernode.site.loader import load_site
 
-    job_dir = os.environ.get("SNRUN_JOB_DIR")
-    site_file = os.environ.get("SNRUN_SITE_FILE") or ns.site
+    settings = SnrunSettings.from_environ()
+    job_dir = settings.job_dir
+    site_file = settings.site_file or ns.site
     if not job_dir or not site_file:
         raise InputError(
             "--in-job runs inside a doctor job (SNRUN_JOB_DIR, SNRUN_SITE_FILE)",

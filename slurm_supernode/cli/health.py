@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from dataclasses import asdict
 
 from slurm_supernode.cli.options import non_negative, number, positive
-from slurm_supernode.jobenv import JobEnvironment
+from slurm_supernode.jobenv import JobEnvironment, SnrunSettings
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -53,7 +52,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def _site(arg: str | None):
     from slurm_supernode.site.loader import load_site
 
-    if arg is None and not os.environ.get("SNRUN_SITE"):
+    if arg is None and not SnrunSettings.from_environ().site:
         return None
     return load_site(arg)
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 import argparse
 import errno
 import importlib
-import os
 import sys
 from collections.abc import Sequence
 
 from slurm_supernode import __version__
 from slurm_supernode.errors import SnrunError
+from slurm_supernode.jobenv import SnrunSettings
 
 # name -> (module under slurm_supernode.cli, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
@@ -103,7 +103,7 @@ def _own_args(name: str, args: list[str]) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    debug = os.environ.get("SNRUN_DEBUG") == "1"
+    debug = SnrunSettings.from_environ().debug
     while args[:1] == ["--debug"]:
         debug, args = True, args[1:]
     if not args or args[0] in ("-h", "--help"):

@@ -7,13 +7,12 @@ nodelist and site default to ``$SLURM_JOB_NODELIST`` and ``$SNRUN_SITE``. Never 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 from slurm_supernode.cli.layout_args import add_layout_arguments, layout_from_args
 from slurm_supernode.cli.options import int_range, number
 from slurm_supernode.errors import InputError, PlacementError
-from slurm_supernode.jobenv import JobEnvironment
+from slurm_supernode.jobenv import JobEnvironment, SnrunSettings
 
 _positive = int_range(1, 1 << 30)
 _amount = number(above=0, maximum=1e18)
@@ -33,7 +32,9 @@ MODEL_FLAGS = (
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.description = "Show the rank-to-device map of an allocation and what it communicates."
-    p.add_argument("--site", default=os.environ.get("SNRUN_SITE"), help="site name or YAML path")
+    p.add_argument(
+        "--site", default=SnrunSettings.from_environ().site, help="site name or YAML path"
+    )
     p.add_argument(
         "--nodelist",
         default=JobEnvironment.from_environ().nodelist,

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from slurm_supernode.errors import InputError
 from slurm_supernode.fsutil import expand_path
+from slurm_supernode.jobenv import SnrunSettings
 
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -34,11 +35,12 @@ def jobs_root(
     """--jobs-dir, else $SNRUN_JOBS_DIR, else the site's jobs_dir, else ~/.snrun/jobs."""
     if explicit:
         return Path(explicit).absolute()
-    if os.environ.get("SNRUN_JOBS_DIR"):
-        return expand_path(os.environ["SNRUN_JOBS_DIR"])
+    settings = SnrunSettings.from_environ()
+    if settings.jobs_dir:
+        return expand_path(settings.jobs_dir)
     if site_jobs_dir:
         return expand_path(site_jobs_dir)
-    if site_name or os.environ.get("SNRUN_SITE"):
+    if site_name or settings.site:
         from slurm_supernode.site.loader import load_site
 
         return expand_path(load_site(site_name).paths.jobs_dir)

@@ -18,6 +18,7 @@ from typing import Any
 import jinja2
 
 from slurm_supernode.errors import InputError
+from slurm_supernode.jobenv import SnrunSettings
 from slurm_supernode.resources import templates_dir
 
 DEFAULT_TEMPLATE = "sbatch.sh.j2"
@@ -68,8 +69,8 @@ def bytecode_cache(env: Mapping[str, str] | None = None) -> jinja2.BytecodeCache
     against its source and Python's version, so an edited template is never served stale.
     ``SNRUN_CACHE_DIR`` (or ``XDG_CACHE_HOME``) moves it; ``SNRUN_CACHE_DIR=off`` turns it off.
     None when the folder cannot be made or is not the user's own."""
+    base = SnrunSettings.from_environ(env).cache_dir or ""
     env = os.environ if env is None else env
-    base = env.get("SNRUN_CACHE_DIR") or ""
     if base == "off":
         return None
     if not base:

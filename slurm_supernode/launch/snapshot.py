@@ -23,6 +23,7 @@ from typing import Any
 
 from slurm_supernode.errors import InputError
 from slurm_supernode.fsutil import write_atomic, write_json_atomic
+from slurm_supernode.jobenv import SnrunSettings
 
 CODE_DIR = "code"
 DEFAULT_LIMIT_MB = 64
@@ -128,8 +129,7 @@ def _walk(source: Path, skip: Iterable[Path]) -> list[str]:
 
 def limit_bytes(environ: Mapping[str, str] | None = None) -> int:
     """The size limit of a snapshot: ``SNRUN_SNAPSHOT_MAX_MB`` (default 64 MB)."""
-    env = os.environ if environ is None else environ
-    raw = env.get("SNRUN_SNAPSHOT_MAX_MB") or str(DEFAULT_LIMIT_MB)
+    raw = SnrunSettings.from_environ(environ).snapshot_max_mb or str(DEFAULT_LIMIT_MB)
     try:
         return int(float(raw) * 1024 * 1024)
     except ValueError:

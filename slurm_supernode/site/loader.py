@@ -30,6 +30,7 @@ import yaml
 from slurm_supernode.errors import ConfigError, InputError, Problem
 from slurm_supernode.hostlist import HostlistError, expand
 from slurm_supernode.hostlist import size as hostlist_size
+from slurm_supernode.jobenv import SITE_ENV, SnrunSettings
 from slurm_supernode.site.model import (
     CROSS_ISLAND,
     LINK_LEVELS,
@@ -57,7 +58,6 @@ from slurm_supernode.site.validate import (
 )
 
 SYSTEM_SITES_DIR = Path("/etc/snrun/sites")
-SITE_ENV = "SNRUN_SITE"
 
 TOP_KEYS = (
     "name",
@@ -187,7 +187,7 @@ def find_site(name_or_path: str | os.PathLike | None) -> Path:
     """The config file of a site given by path or name (see the module docstring)."""
     arg = name_or_path
     if arg is None:
-        arg = os.environ.get(SITE_ENV) or None
+        arg = SnrunSettings.from_environ().site
         if arg is None:
             raise InputError(
                 "no site given",
