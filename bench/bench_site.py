@@ -101,7 +101,7 @@ def main() -> int:
 
 def _refusals() -> None:
     """Absurd sizes are refused from the expression's count, before anything is expanded."""
-    from slurm_supernode.site.loader import MAX_SITE_DEVICES, MAX_SITE_NODES
+    from slurm_supernode.site.limits import MAX_SITE_DEVICES, MAX_SITE_NODES
 
     base = make_site(2, racks=False)
     cases = {

@@ -21,7 +21,8 @@ def report_site(site_arg: str | None):
     if not site_arg:
         return None, None, None
     from slurm_supernode.errors import SnrunError
-    from slurm_supernode.site.loader import find_site, load_site
+    from slurm_supernode.site.finder import find_site
+    from slurm_supernode.site.loader import load_site
 
     try:
         find_site(site_arg)

@@ -50,7 +50,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from slurm_supernode.site.loader import find_site, load_file
+    from slurm_supernode.site.finder import find_site
+    from slurm_supernode.site.loader import load_file
 
     status = 0
     for arg in args.files:
@@ -124,7 +125,8 @@ def _target(text: str | None):
 
 
 def _list(args: argparse.Namespace) -> int:
-    from slurm_supernode.site.loader import available_sites, load_file
+    from slurm_supernode.site.finder import available_sites
+    from slurm_supernode.site.loader import load_file
 
     sites = available_sites()
     if not sites:

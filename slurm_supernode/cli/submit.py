@@ -251,7 +251,7 @@ def _check_input_file(path: str, option: str, *, must_be_path: bool) -> None:
     from pathlib import Path
 
     from slurm_supernode.errors import InputError
-    from slurm_supernode.site.loader import path_problem, shown_path
+    from slurm_supernode.site.finder import path_problem, shown_path
 
     why = path_problem(Path(path).expanduser())
     if why is None or (why == "no such file" and not must_be_path):

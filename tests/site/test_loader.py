@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 
 from slurm_supernode.errors import ConfigError, InputError
-from slurm_supernode.site import loader
-from slurm_supernode.site.loader import find_site, load_file, load_site, parse_site, render_pattern
+from slurm_supernode.site import finder
+from slurm_supernode.site.finder import find_site
+from slurm_supernode.site.ip_patterns import render_pattern
+from slurm_supernode.site.loader import load_file, load_site, parse_site
 from tests.site.yaml_snippets import LINKS
 
 HERE = Path(__file__).resolve().parent
@@ -153,7 +155,7 @@ def test_load_site_raises_with_all_problems():
 
 # -- finding sites ----------------------------------------------------------------------------
 def test_find_site_by_path_name_and_env(tmp_path, monkeypatch):
-    monkeypatch.setattr(loader, "SYSTEM_SITES_DIR", tmp_path / "etc")
+    monkeypatch.setattr(finder, "SYSTEM_SITES_DIR", tmp_path / "etc")
     assert find_site("local").name == "local.yaml"
     own = tmp_path / "mine.yaml"
     own.write_text("x: 1\n")
@@ -166,13 +168,13 @@ def test_find_site_by_path_name_and_env(tmp_path, monkeypatch):
 
 def test_system_sites_shadow_bundled(tmp_path, monkeypatch):
     (tmp_path / "local.yaml").write_text("x: 1\n")
-    monkeypatch.setattr(loader, "SYSTEM_SITES_DIR", tmp_path)
+    monkeypatch.setattr(finder, "SYSTEM_SITES_DIR", tmp_path)
     assert find_site("local") == tmp_path / "local.yaml"
-    assert loader.available_sites()["local"] == tmp_path / "local.yaml"
+    assert finder.available_sites()["local"] == tmp_path / "local.yaml"
 
 
 def test_unknown_site_lists_names(monkeypatch, tmp_path):
-    monkeypatch.setattr(loader, "SYSTEM_SITES_DIR", tmp_path)
+    monkeypatch.setattr(finder, "SYSTEM_SITES_DIR", tmp_path)
     monkeypatch.delenv("SNRUN_SITE", raising=False)
     with pytest.raises(InputError) as info:
         find_site("nvl27")
