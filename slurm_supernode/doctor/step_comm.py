@@ -1,0 +1,177 @@
+"""Steps 2 and 3, communication inside a node and between nodes: wrong results, slow nodes,
+pairs and super nodes against their peers; node pairs are measured in two pairings, so a node
+slow in both is named rather than the pair (``bisect_pairs``)."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+
+from slurm_supernode.bench.model import GroupResult
+from slurm_supernode.doctor.model import SKIP, DoctorFacts, Finding
+from slurm_supernode.doctor.verdicts import group_hosts, hosts_text, largest, size_text, slow_groups
+from slurm_supernode.health.checks import CRITICAL, OK, WARNING
+from slurm_supernode.site.model import DoctorSettings, Site
+
+
+def _scope_findings(
+    step: str, scope: str, groups: list[GroupResult], host_of, cfg, what: str
+) -> tuple[list[Finding], list[GroupResult]]:
+    """Wrong results and slow groups of one scope, plus one summary line."""
+    out = []
+    for g in groups:
+        if g.wrong:
+            hosts = group_hosts(g.ranks, host_of)
+            out.append(
+                Finding(
+                    step,
+                    scope,
+                    CRITICAL,
+                    f"{g.wrong} wrong elements in {g.collective} of {size_text(g.size)}",
+                    expected="exact sums",
+                    where=hosts_text(hosts),
+                    next="NCCL_DEBUG=INFO; snrun health --allreduce on these nodes",
+                )
+            )
+    slow = slow_groups(groups, cfg.slow_pct)
+    busbw = [g.busbw for g in groups]
+    summary = (
+        f"{len(groups)} {what}: all_reduce {size_text(groups[0].size)} busbw "
+        f"{min(busbw):.2f}-{max(busbw):.2f} GB/s (median {statistics.median(busbw):.2f})"
+    )
+    status = OK if not slow and not any(g.wrong for g in groups) else WARNING
+    expected = (
+        f"no {what[:-1] if what.endswith('s') else what} more than {cfg.slow_pct:g}% "
+        "below the median"
+    )
+    out.append(
+        Finding(
+            step,
+            scope,
+            status,
+            summary,
+            expected=expected,
+            where=hosts_text(h for g in groups for h in group_hosts(g.ranks, host_of)),
+        )
+    )
+    return out, slow
+
+
+def intra_step(site: Site, facts: DoctorFacts, cfg: DoctorSettings) -> list[Finding]:
+    groups = largest(facts.bench.group_results if facts.bench else (), "node")
+    if not groups:
+        return [
+            Finding(
+                "intra",
+                "node",
+                SKIP,
+                f"{facts.nproc_per_node} process per node: nothing to measure inside a node",
+            )
+        ]
+    host_of = {r.rank: r.host for r in facts.ranks}
+    out, slow = _scope_findings("intra", "node", groups, host_of, cfg, "nodes")
+    med = statistics.median(g.busbw for g in groups)
+    for g in slow:
+        host = group_hosts(g.ranks, host_of)[0]
+        out.append(
+            Finding(
+                "intra",
+                "node",
+                CRITICAL,
+                f"{g.busbw:.2f} GB/s busbw inside the node (median of nodes {med:.2f})",
+                where=host,
+                expected=f"within {cfg.slow_pct:g}% of the median",
+                next=f"nvidia-smi topo -m and nvidia-smi nvlink -s on {host}; "
+                "snrun health --allreduce there",
+            )
+        )
+    return out
+
+
+def bisect_pairs(
+    plain: Sequence[GroupResult], shifted: Sequence[GroupResult], host_of, slow_pct: float
+) -> tuple[list[str], list[tuple[str, ...]]]:
+    """(nodes slow in both pairings, slow pairs explained by no such node).
+
+    Every node is in one pair of each pairing; the pairings share no pair. A node whose pairs
+    are slow in both is at fault; a pair slow with no such node points at the link (or at a
+    node the other pairing could not test, e.g. a super node of two nodes)."""
+    slow_a = [group_hosts(g.ranks, host_of) for g in slow_groups(plain, slow_pct)]
+    slow_b = [group_hosts(g.ranks, host_of) for g in slow_groups(shifted, slow_pct)]
+    in_a = {h for pair in slow_a for h in pair}
+    in_b = {h for pair in slow_b for h in pair}
+    culprits = sorted(in_a & in_b)
+    pairs = [p for p in slow_a + slow_b if not set(p) & set(culprits)]
+    return culprits, pairs
+
+
+def cross_step(site: Site, facts: DoctorFacts, cfg: DoctorSettings) -> list[Finding]:
+    results = facts.bench.group_results if facts.bench else ()
+    host_of = {r.rank: r.host for r in facts.ranks}
+    out: list[Finding] = []
+    plain, shifted = largest(results, "pairs"), largest(results, "pairs_shift")
+    if not plain:
+        out.append(Finding("cross", "pairs", SKIP, "one node per super node: no node pairs"))
+    else:
+        found, _ = _scope_findings("cross", "pairs", plain + shifted, host_of, cfg, "node pairs")
+        out += found
+        culprits, pairs = bisect_pairs(plain, shifted, host_of, cfg.slow_pct)
+        med = statistics.median(g.busbw for g in plain + shifted)
+        for host in culprits:
+            figures = ", ".join(
+                f"{'+'.join(group_hosts(g.ranks, host_of))} {g.busbw:.2f}"
+                for g in plain + shifted
+                if host in group_hosts(g.ranks, host_of)
+            )
+            out.append(
+                Finding(
+                    "cross",
+                    "slow-node",
+                    CRITICAL,
+                    f"{host} is slow in both pairings: {figures} GB/s (median of pairs {med:.2f})",
+                    where=host,
+                    expected=f"within {cfg.slow_pct:g}% of the median",
+                    next=f"drain {host} and rerun; on it: snrun health --allreduce, "
+                    "ibstat / nvidia-smi nvlink -s, dmesg",
+                )
+            )
+        for pair in pairs:
+            out.append(
+                Finding(
+                    "cross",
+                    "slow-pair",
+                    CRITICAL,
+                    f"the pair {'+'.join(pair)} is slow in one pairing only: the "
+                    "link between them, or a node the other pairing did not test",
+                    where=",".join(pair),
+                    expected=f"within {cfg.slow_pct:g}% of the median",
+                    next="cables/ports of both nodes; rerun with --nodes on them",
+                )
+            )
+    for scope, what in (("supernode", "super nodes"), ("inter", "cross-super-node groups")):
+        groups = largest(results, scope)
+        if not groups:
+            reason = "one super node" if scope == "inter" else "no super node has two nodes"
+            if scope == "supernode" and not plain:
+                reason = "super nodes unknown or of one node"
+            out.append(Finding("cross", scope, SKIP, f"{reason}: nothing to measure"))
+            continue
+        found, slow = _scope_findings("cross", scope, groups, host_of, cfg, what)
+        out += found
+        med = statistics.median(g.busbw for g in groups)
+        for g in slow:
+            hosts = group_hosts(g.ranks, host_of)
+            sns = sorted({r.supernode for r in facts.ranks if r.rank in g.ranks})
+            label = ",".join(sns) if scope == "supernode" else hosts_text(hosts)
+            out.append(
+                Finding(
+                    "cross",
+                    scope,
+                    CRITICAL,
+                    f"{label}: {g.busbw:.2f} GB/s busbw (median {med:.2f})",
+                    where=label,
+                    expected=f"within {cfg.slow_pct:g}% of the median",
+                    next="see the slow-node / slow-pair lines; rerun with --nodes on this group",
+                )
+            )
+    return out

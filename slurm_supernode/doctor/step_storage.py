@@ -1,0 +1,78 @@
+"""Step 6, storage: each node's write and read rate and free space in the job and checkpoint
+directories against the site's floors and against each other."""
+
+from __future__ import annotations
+
+import statistics
+
+from slurm_supernode.doctor.model import SKIP, DoctorFacts, Finding, StorageFacts
+from slurm_supernode.doctor.verdicts import hosts_text
+from slurm_supernode.health.checks import CRITICAL, OK, WARNING
+from slurm_supernode.site.model import DoctorSettings, Site
+
+
+def storage_step(site: Site, facts: DoctorFacts, cfg: DoctorSettings) -> list[Finding]:
+    out: list[Finding] = []
+    by_path: dict[str, list[tuple[str, StorageFacts]]] = {}
+    for n in facts.nodes:
+        for s in n.storage:
+            by_path.setdefault(s.path, []).append((n.host, s))
+    if not by_path:
+        return [Finding("storage", "storage", SKIP, "no directory tested")]
+    floors = (
+        f"write >= {cfg.min_write_mbps:g} MB/s, read >= {cfg.min_read_mbps:g} MB/s, "
+        f">= {cfg.min_free_gb:g} GB free"
+    )
+    for path, items in by_path.items():
+        ok_items = []
+        for host, s in items:
+            problems = []
+            if s.error:
+                problems.append(s.error)
+            else:
+                if cfg.min_write_mbps and s.write_mbps < cfg.min_write_mbps:
+                    problems.append(f"write {s.write_mbps:.0f} MB/s")
+                if cfg.min_read_mbps and s.read_mbps < cfg.min_read_mbps:
+                    problems.append(f"read {s.read_mbps:.0f} MB/s")
+                if cfg.min_free_gb and (s.free_bytes or 0) / 1e9 < cfg.min_free_gb:
+                    problems.append(f"{(s.free_bytes or 0) / 1e9:.1f} GB free")
+            if problems:
+                out.append(
+                    Finding(
+                        "storage",
+                        "storage",
+                        CRITICAL,
+                        f"{path}: " + ", ".join(problems),
+                        expected=floors,
+                        where=host,
+                        next=f"df -h {path}; the file system's health; another "
+                        "checkpoint dir (site doctor.checkpoint_dir)",
+                    )
+                )
+            else:
+                ok_items.append((host, s))
+        if not ok_items:
+            continue
+        writes = [s.write_mbps for _, s in ok_items]
+        reads = [s.read_mbps for _, s in ok_items]
+        slowest = min(ok_items, key=lambda hs: hs[1].write_mbps)
+        free = min((s.free_bytes or 0) for _, s in ok_items) / 1e9
+        med = statistics.median(writes)
+        status = OK
+        note = ""
+        if len(ok_items) > 1 and slowest[1].write_mbps < med * (1 - cfg.slow_pct / 100):
+            status, note = WARNING, f"; slowest writer {slowest[0]}"
+        out.append(
+            Finding(
+                "storage",
+                "storage",
+                status,
+                f"{path}: write {min(writes):.0f}-"
+                f"{max(writes):.0f} MB/s, read {min(reads):.0f}-{max(reads):.0f} MB/s"
+                f" (page cache dropped), >= {free:.1f} GB free{note}",
+                expected=floors,
+                where=hosts_text(h for h, _ in ok_items),
+                next="" if status == OK else f"the disk or mount of {slowest[0]}",
+            )
+        )
+    return out
