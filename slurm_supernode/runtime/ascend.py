@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from slurm_supernode import tools
-from slurm_supernode.placement.hccl import DeviceFacts, NodeFacts
+from slurm_supernode.placement.hccl_facts import DeviceFacts, NodeFacts
 
 HCCN_CONF = "/etc/hccn.conf"
 # Where the Ascend driver installs its tools when they are not on PATH.

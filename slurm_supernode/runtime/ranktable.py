@@ -18,7 +18,9 @@ from pathlib import Path
 
 from slurm_supernode.errors import InputError, JobError
 from slurm_supernode.fsutil import write_json_atomic
-from slurm_supernode.placement.hccl import NodeFacts, check_rank_table, plan_rank_table
+from slurm_supernode.placement.hccl import plan_rank_table
+from slurm_supernode.placement.hccl_facts import NodeFacts
+from slurm_supernode.placement.hccl_validate import check_rank_table
 from slurm_supernode.placement.model import RankMap
 from slurm_supernode.site.model import Site
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from slurm_supernode.placement.hccl import decode_sdid, sdid_problems, validate_rank_table
+from slurm_supernode.placement.hccl_facts import decode_sdid
+from slurm_supernode.placement.hccl_validate import sdid_problems, validate_rank_table
 from tests.integration.helpers import EXAMPLES, ROOT, ledger, submit, wait_final
 
 pytestmark = pytest.mark.slurm

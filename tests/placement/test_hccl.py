@@ -11,21 +11,16 @@ from pathlib import Path
 import pytest
 
 from slurm_supernode.errors import InputError, PlacementError
-from slurm_supernode.placement.hccl import (
+from slurm_supernode.placement.hccl import build_rank_table, plan_rank_table, write_rank_table
+from slurm_supernode.placement.hccl_facts import DeviceFacts, NodeFacts, decode_sdid
+from slurm_supernode.placement.hccl_format import (
     BACKUP_DEVICE_PORT,
     DEVICE_PORT,
     HOST_PORT_BASE,
     V10_DEVICE,
     V12_DEVICE,
-    DeviceFacts,
-    NodeFacts,
-    build_rank_table,
-    decode_sdid,
-    plan_rank_table,
-    sdid_problems,
-    validate_rank_table,
-    write_rank_table,
 )
+from slurm_supernode.placement.hccl_validate import sdid_problems, validate_rank_table
 from slurm_supernode.placement.model import Layout
 from slurm_supernode.placement.nccl_topo import build_topo_xml, write_topo_file
 from slurm_supernode.placement.rankmap import build_rank_map

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from slurm_supernode.placement.hccl import decode_sdid
+from slurm_supernode.placement.hccl_facts import decode_sdid
 from slurm_supernode.runtime.ascend import (
     parse_hccn_conf,
     parse_hccn_ip,

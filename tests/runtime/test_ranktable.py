@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from slurm_supernode.errors import InputError, JobError, PlacementError
-from slurm_supernode.placement.hccl import validate_rank_table
+from slurm_supernode.placement.hccl_validate import validate_rank_table
 from slurm_supernode.placement.rankmap import build_rank_map
 from slurm_supernode.runtime.ranktable import fragment_dir, prepare_rank_table, rank_table_mode
 from tests.placement.sites import ascend_site
