@@ -48,7 +48,7 @@ def run(ns: argparse.Namespace) -> int:
     from slurm_supernode.launch.inputs import load_inputs
     from slurm_supernode.runtime.ledger import current_job_id
     from slurm_supernode.slurm.attach import attach_argv, run_attached
-    from slurm_supernode.slurm.jobs import job_info
+    from slurm_supernode.slurm.job_lookup import job_info
 
     command = list(ns.command)
     if ns.rank and not ns.py_spy:

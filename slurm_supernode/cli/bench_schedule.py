@@ -261,7 +261,7 @@ def _submit_chained(entry, begin: datetime | None) -> int:
 
 def _resubmit(args: argparse.Namespace) -> int:
     from slurm_supernode.bench import schedule as sch
-    from slurm_supernode.slurm import jobs
+    from slurm_supernode.slurm import job_lookup
 
     _, registry = _site_and_registry(args)
     entry = sch.find_schedule(sch.load_schedules(registry), args.resubmit)
@@ -269,7 +269,9 @@ def _resubmit(args: argparse.Namespace) -> int:
         print(f"snrun: schedule {args.resubmit!r} was removed: no next run", file=sys.stderr)
         return 0
     me = str(JobEnvironment.from_environ().job_id or "")
-    waiting = [j for j in jobs.jobs_named(entry.job_name) if j.pending and str(j.job_id) != me]
+    waiting = [
+        j for j in job_lookup.jobs_named(entry.job_name) if j.pending and str(j.job_id) != me
+    ]
     if waiting:  # a rerun of this job, or a second chain: one waiting successor is enough
         print(f"snrun: schedule {entry.name}: job {waiting[0].job_id} already waits")
         return 0
@@ -285,13 +287,15 @@ def _list(args: argparse.Namespace) -> int:
 
     from slurm_supernode.bench import schedule as sch
     from slurm_supernode.errors import SlurmError
-    from slurm_supernode.slurm import jobs
+    from slurm_supernode.slurm import job_lookup
 
     _, registry = _site_and_registry(args)
     rows = []
     for entry in sch.load_schedules(registry):
         try:
-            queued = [(j.job_id, j.state, j.start_time) for j in jobs.jobs_named(entry.job_name)]
+            queued = [
+                (j.job_id, j.state, j.start_time) for j in job_lookup.jobs_named(entry.job_name)
+            ]
         except SlurmError:
             queued = None
         rows.append((entry, queued))
@@ -327,7 +331,7 @@ def _list(args: argparse.Namespace) -> int:
 
 def _remove(args: argparse.Namespace) -> int:
     from slurm_supernode.bench import schedule as sch
-    from slurm_supernode.slurm import jobs
+    from slurm_supernode.slurm import job_lookup, jobs
 
     _, registry = _site_and_registry(args)
     removed: list = []
@@ -346,7 +350,7 @@ def _remove(args: argparse.Namespace) -> int:
         if entry.name in sch.scron_names(text):
             write_scrontab(sch.remove_scron(text, entry.name))
     cancelled = []
-    for job in jobs.jobs_named(entry.job_name):
+    for job in job_lookup.jobs_named(entry.job_name):
         if job.pending:  # a running bench finishes; it finds no schedule to continue
             jobs.cancel(job.job_id)
             cancelled.append(job.job_id)

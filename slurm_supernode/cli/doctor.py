@@ -122,9 +122,9 @@ def _doctor_job(ns: argparse.Namespace, site, site_arg):
         except HostlistError as exc:
             raise InputError(f"bad hostlist: {exc}", where="--nodes") from None
     if ns.job:
-        from slurm_supernode.slurm import jobs
+        from slurm_supernode.slurm import job_lookup
 
-        info = jobs.job_info(ns.job)
+        info = job_lookup.job_info(ns.job)
         if info is None or not info.running or not info.nodelist:
             state = "unknown to Slurm" if info is None else info.state
             raise InputError(

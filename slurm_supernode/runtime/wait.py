@@ -12,7 +12,7 @@ from slurm_supernode.runtime import ledger
 def wait_chain(job_dir: Path, job_id: int, timeout: float | None = None, poll: float = 1.0) -> dict:
     """Until the ledger has a final record, or Slurm says every job of the chain ended
     without one (the batch script died before the supervisor could write it)."""
-    from slurm_supernode.slurm.jobs import job_info
+    from slurm_supernode.slurm.job_lookup import job_info
 
     deadline = None if timeout is None else time.monotonic() + timeout
     gone_since: float | None = None

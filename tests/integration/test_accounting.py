@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from slurm_supernode.slurm import jobs, version
+from slurm_supernode.slurm import job_lookup, jobinfo, jobs, version
 
 pytestmark = pytest.mark.slurm
 
@@ -22,7 +22,7 @@ def minicluster_accounting(slurm_cluster) -> bool:
     return "accounting=1" in shape.read_text().split()
 
 
-def failing_job(tmp_path, name: str) -> tuple[int, jobs.JobInfo]:
+def failing_job(tmp_path, name: str) -> tuple[int, jobinfo.JobInfo]:
     job = jobs.submit(
         # the sleep: slurmctld takes the step's exit code into the job's derived exit code when
         # the step's completion reaches it, which can come after the batch script's end (a race
@@ -45,16 +45,16 @@ def test_ended_job_from_accounting_or_completion_log(tmp_path, slurm_cluster):
     assert (ctl.source, ctl.state, ctl.exit_code) == ("scontrol", "FAILED", 3)
     if version.detect_accounting() is None:
         # No accounting: sacct gives no JSON (nor text); the completion log (text) has the job.
-        assert jobs.sacct_json_job_info(job) is None
-        assert jobs.sacct_job_info(job, completion=False) is None
-        logged = jobs.sacct_job_info(job, completion=True)
+        assert job_lookup.sacct_json_job_info(job) is None
+        assert job_lookup.sacct_job_info(job, completion=False) is None
+        logged = job_lookup.sacct_job_info(job, completion=True)
         assert logged is not None and logged.source == "sacct-c"
         assert (logged.state, logged.exit_code, logged.derived_exit_code) == ("FAILED", 3, 5)
         return
     # slurmctld sends the job's end to slurmdbd asynchronously: poll until it is there.
     deadline = time.monotonic() + TIMEOUT
     while True:
-        acct = jobs.sacct_job_info(job, completion=False)
+        acct = job_lookup.sacct_job_info(job, completion=False)
         if (acct is not None and acct.ended) or time.monotonic() > deadline:
             break
         time.sleep(0.5)
@@ -67,5 +67,5 @@ def test_ended_job_from_accounting_or_completion_log(tmp_path, slurm_cluster):
 
 
 def test_unknown_job_in_accounting(slurm_cluster):
-    assert jobs.sacct_json_job_info(987654321) is None
-    assert jobs.sacct_job_info(987654321, completion=False) is None
+    assert job_lookup.sacct_json_job_info(987654321) is None
+    assert job_lookup.sacct_job_info(987654321, completion=False) is None

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from slurm_supernode.bench.store import open_store
-from slurm_supernode.slurm import jobs
+from slurm_supernode.slurm import job_lookup, jobs
 
 pytestmark = pytest.mark.slurm
 ROOT = Path(__file__).resolve().parents[2]
@@ -130,6 +130,6 @@ def test_doctor_inside_a_running_job_as_an_overlapping_step(site_file, tmp_path)
         cross = next(s for s in data["steps"] if s["step"] == "cross")
         pairs = next(f for f in cross["findings"] if f["check"] == "pairs")
         assert pairs["verdict"] == "ok" and "1 node pairs" in pairs["measured"]
-        assert jobs.job_info(job_id).state == "RUNNING"  # the job itself kept running
+        assert job_lookup.job_info(job_id).state == "RUNNING"  # the job itself kept running
     finally:
         jobs.cancel(job_id)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from slurm_supernode.slurm.jobs import job_info
+from slurm_supernode.slurm.job_lookup import job_info
 from tests.integration.helpers import EXAMPLES, attempts, snrun, submit, wait_final, wait_for
 
 pytestmark = pytest.mark.slurm

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from slurm_supernode.bench.store import open_store
-from slurm_supernode.slurm import jobs, nodes
+from slurm_supernode.slurm import job_lookup, jobs, nodes
 
 pytestmark = pytest.mark.slurm
 ROOT = Path(__file__).resolve().parents[2]
@@ -125,7 +125,7 @@ def test_nightly_chain_job_submits_its_successor_with_begin(site_file):
         deadline = time.monotonic() + 120
         successors = []
         while time.monotonic() < deadline and not successors:
-            successors = [j for j in jobs.jobs_named(job_name) if j.job_id != first]
+            successors = [j for j in job_lookup.jobs_named(job_name) if j.job_id != first]
             time.sleep(1)
         assert len(successors) == 1, f"no successor of job {first}"
         (nxt,) = successors
@@ -141,7 +141,7 @@ def test_nightly_chain_job_submits_its_successor_with_begin(site_file):
         removed = snrun("bench", "schedule", "--remove", name, "--site", site_file)
         jobs.cancel(first)
     assert removed.returncode == 0, removed.stderr
-    for job in jobs.jobs_named(job_name):
+    for job in job_lookup.jobs_named(job_name):
         info = jobs.wait_for(job.job_id, (), timeout=30)
         assert info.ended
     gone = snrun("bench", "schedule", "--list", "--site", site_file)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from slurm_supernode.slurm.jobs import job_info
+from slurm_supernode.slurm.job_lookup import job_info
 from tests.integration.helpers import (
     EXAMPLES,
     attempts,

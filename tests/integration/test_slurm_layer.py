@@ -8,7 +8,7 @@ import time
 import pytest
 from ClusterShell.NodeSet import NodeSet
 
-from slurm_supernode.slurm import jobs, nodes, version
+from slurm_supernode.slurm import job_lookup, jobs, nodes, version
 
 pytestmark = pytest.mark.slurm
 
@@ -32,7 +32,7 @@ def test_two_node_job_from_scontrol_then_completion_log(tmp_path, slurm_cluster)
     assert len(allocated) == 2 and allocated <= set(slurm_cluster.nodes)
     printed = set((tmp_path / "out.txt").read_text().split())
     assert printed == allocated
-    logged = jobs.sacct_job_info(job, completion=True)
+    logged = job_lookup.sacct_job_info(job, completion=True)
     assert logged is not None and logged.source == "sacct-c"
     assert (logged.state, logged.exit_code, logged.nodelist) == ("COMPLETED", 0, info.nodelist)
 
@@ -43,13 +43,13 @@ def test_failing_job_exit_codes(tmp_path):
     # The batch shell's code, and the step's (from the completion log where scontrol omits it).
     assert (info.state, info.exit_code, info.derived_exit_code) == ("FAILED", 3, 5)
     assert info.reason == "NonZeroExitCode"
-    logged = jobs.sacct_job_info(job, completion=True)
+    logged = job_lookup.sacct_job_info(job, completion=True)
     assert logged is not None
     assert (logged.state, logged.exit_code, logged.derived_exit_code) == ("FAILED", 3, 5)
 
 
 def test_unknown_job_is_none():
-    assert jobs.job_info(987654321) is None
+    assert job_lookup.job_info(987654321) is None
 
 
 def test_cancel_running_job(tmp_path):

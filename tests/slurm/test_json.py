@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 
 from slurm_supernode.errors import SlurmError
-from slurm_supernode.slurm import jobs
+from slurm_supernode.slurm import job_lookup, jobinfo
 from slurm_supernode.slurm.parse import json_exit_code, json_number, json_state
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "slurm"
 VERSIONS = ["24.11", "26.05"]
 
 
-def recorded_jobs(name: str) -> list[jobs.JobInfo]:
-    return jobs._json_jobs((DATA / name).read_text())
+def recorded_jobs(name: str) -> list[jobinfo.JobInfo]:
+    return jobinfo._json_jobs((DATA / name).read_text())
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -53,9 +53,9 @@ def test_json_values():
 
 def test_not_json_is_a_slurm_error():
     with pytest.raises(SlurmError, match="no JSON"):
-        jobs._json_jobs("JobId=1 JobName=x")
+        jobinfo._json_jobs("JobId=1 JobName=x")
     with pytest.raises(SlurmError, match="'jobs'"):
-        jobs._json_jobs('{"errors": []}')
+        jobinfo._json_jobs('{"errors": []}')
 
 
 @pytest.fixture
@@ -73,7 +73,7 @@ def test_scontrol_with_json_is_asked_once(fake_scontrol, tmp_path):
     sample = DATA / "json_job_failed_24.11.json"
     log = tmp_path / "calls"
     fake_scontrol(f'echo "$*" >>{log}; cat {sample}')
-    (info,) = jobs.controller_jobs(6)
+    (info,) = job_lookup.controller_jobs(6)
     assert info.derived_exit_code == 3
     assert log.read_text().splitlines() == ["show job --json 6"]
 
@@ -89,13 +89,13 @@ def test_scontrol_without_json_falls_back_to_text(fake_scontrol, tmp_path):
         "esac\n"
         f"cat {text}"
     )
-    (info,) = jobs.controller_jobs()
+    (info,) = job_lookup.controller_jobs()
     assert info.state == "FAILED" and info.source == "scontrol"
     assert log.read_text().splitlines() == ["show job --json", "show job -o"]
 
 
 def test_unknown_job_is_empty_in_both_forms(fake_scontrol):
     fake_scontrol('echo \'{"jobs": [], "errors": []}\'')
-    assert jobs.controller_jobs(99) == []
+    assert job_lookup.controller_jobs(99) == []
     fake_scontrol("echo 'slurm_load_jobs error: Invalid job id specified' >&2; exit 1")
-    assert jobs.controller_jobs(99) == []
+    assert job_lookup.controller_jobs(99) == []

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from slurm_supernode.errors import SlurmError
-from slurm_supernode.slurm import jobs, nodes
+from slurm_supernode.slurm import job_lookup, jobinfo, jobs, nodes
 from slurm_supernode.slurm.parse import (
     parse_config,
     parse_exit_code,
@@ -30,9 +30,9 @@ def recorded(name: str) -> str:
     return (DATA / name).read_text()
 
 
-def one_job(name: str) -> jobs.JobInfo:
+def one_job(name: str) -> jobinfo.JobInfo:
     (rec,) = parse_kv_records(recorded(name))
-    return jobs.job_from_record(rec)
+    return jobinfo.job_from_record(rec)
 
 
 # ----- parser on recorded outputs ------------------------------------------------------------
@@ -45,7 +45,7 @@ def test_running_job_values_with_spaces_stay_whole():
     assert rec["StdErr"] == "/tmp/a.out"  # the pair after the comment is still its own
     assert rec["AllocNode:Sid"].startswith("localhost:")
     assert rec["CPUs/Task"] == "1"
-    info = jobs.job_from_record(rec)
+    info = jobinfo.job_from_record(rec)
     assert (info.state, info.nodelist, info.num_nodes) == ("RUNNING", "n[0-1]", 2)
     assert info.restart_count == 0 and info.running and not info.ended
     assert info.stdout == "/tmp/a.out" and info.work_dir == "/tmp"
@@ -62,7 +62,7 @@ def test_requeued_job_counts_restarts_and_waits_for_begin_time():
 def test_pending_job_range_and_dependency():
     rec = parse_kv_line(recorded("show_job_pending.txt"))
     assert rec["Dependency"].startswith("afterany:")
-    info = jobs.job_from_record(rec)
+    info = jobinfo.job_from_record(rec)
     assert info.num_nodes == 8  # "NumNodes=8-8"
     assert info.reason == "Dependency" and info.start_time is None
 
@@ -263,7 +263,7 @@ def test_job_info_falls_back_to_completion_log(fake_bin):
         "echo '9|train|CANCELLED by 0|0:15|0:0|n[2-3]|2|main|2026-01-01T00:02:00|"
         "2026-01-01T00:03:00|/w'",
     )
-    info = jobs.job_info(9)
+    info = job_lookup.job_info(9)
     assert info is not None and info.source == "sacct-c"
     assert (info.state, info.exit_signal, info.nodelist) == ("CANCELLED", 15, "n[2-3]")
     assert info.restart_count is None and info.ended
@@ -272,7 +272,7 @@ def test_job_info_falls_back_to_completion_log(fake_bin):
 def test_job_info_unknown_everywhere_is_none(fake_bin):
     fake_bin("scontrol", "echo 'slurm_load_jobs error: Invalid job id specified' >&2; exit 1")
     fake_bin("sacct", "echo 'sacct: error: accounting storage is disabled' >&2; exit 1")
-    assert jobs.job_info(12345) is None
+    assert job_lookup.job_info(12345) is None
 
 
 def test_gen_shape_exports_through_the_site_exporter(tmp_path):

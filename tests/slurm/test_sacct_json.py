@@ -9,15 +9,15 @@ from pathlib import Path
 import pytest
 
 from slurm_supernode.errors import SlurmError, SlurmErrorKind
-from slurm_supernode.slurm import jobs
+from slurm_supernode.slurm import job_lookup, jobinfo
 from slurm_supernode.slurm.version import accounting_storage
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "slurm"
 VERSIONS = ["24.11", "26.05"]
 
 
-def recorded(kind: str, version: str) -> list[jobs.JobInfo]:
-    return jobs.sacct_json_records((DATA / f"sacct_json_{kind}_{version}.json").read_text())
+def recorded(kind: str, version: str) -> list[jobinfo.JobInfo]:
+    return jobinfo.sacct_json_records((DATA / f"sacct_json_{kind}_{version}.json").read_text())
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -77,7 +77,7 @@ def test_unknown_job_is_an_empty_list(version):
 )
 def test_malformed_json_is_one_slurm_error(text):
     with pytest.raises(SlurmError) as err:
-        jobs.sacct_json_records(text)
+        jobinfo.sacct_json_records(text)
     assert err.value.kind is SlurmErrorKind.BAD_OUTPUT
     assert "sacct --json" in str(err.value) and "\n" not in str(err.value)
 
@@ -85,7 +85,7 @@ def test_malformed_json_is_one_slurm_error(text):
 def test_entries_that_are_not_objects_are_skipped():
     good = (DATA / "sacct_json_failed_26.05.json").read_text()
     doc = good.replace('"jobs": [', '"jobs": [7, "x", ', 1)
-    assert [i.name for i in jobs.sacct_json_records(doc)] == ["failing"]
+    assert [i.name for i in jobinfo.sacct_json_records(doc)] == ["failing"]
 
 
 def test_accounting_storage_from_config():
@@ -120,7 +120,7 @@ def test_accounting_with_json_is_asked_once(fake_bin, tmp_path):
     log = tmp_path / "calls"
     fake_sacct(fake_bin, log, json_reply=(DATA / "sacct_json_failed_24.11.json").read_text())
     job = recorded("failed", "24.11")[0].job_id
-    info = jobs.sacct_job_info(job, completion=False)
+    info = job_lookup.sacct_job_info(job, completion=False)
     assert info is not None and info.source == "sacct-json" and info.derived_exit_code == 3
     assert log.read_text().splitlines() == [f"--json -j {job}"]
 
@@ -136,7 +136,7 @@ def test_accounting_with_json_is_asked_once(fake_bin, tmp_path):
 def test_no_json_from_accounting_falls_back_to_text(fake_bin, tmp_path, refusal):
     log = tmp_path / "calls"
     fake_sacct(fake_bin, log, json_reply=refusal, json_rc=1)
-    info = jobs.sacct_job_info(12, completion=False)
+    info = job_lookup.sacct_job_info(12, completion=False)
     assert info is not None and info.source == "sacct"
     assert (info.state, info.exit_code, info.derived_exit_code) == ("FAILED", 1, 3)
     calls = log.read_text().splitlines()
@@ -146,7 +146,7 @@ def test_no_json_from_accounting_falls_back_to_text(fake_bin, tmp_path, refusal)
 def test_completion_log_is_read_as_text_only(fake_bin, tmp_path):
     log = tmp_path / "calls"
     fake_sacct(fake_bin, log, json_reply="{}")
-    info = jobs.sacct_job_info(12, completion=True)
+    info = job_lookup.sacct_job_info(12, completion=True)
     assert info is not None and info.source == "sacct-c"
     assert [c.split()[0] for c in log.read_text().splitlines()] == ["-c"]
 
@@ -154,7 +154,7 @@ def test_completion_log_is_read_as_text_only(fake_bin, tmp_path):
 def test_sacct_printing_garbage_is_a_slurm_error(fake_bin, tmp_path):
     fake_sacct(fake_bin, tmp_path / "calls", json_reply="Segmentation fault")
     with pytest.raises(SlurmError, match="sacct --json printed no JSON"):
-        jobs.sacct_job_info(12, completion=False)
+        job_lookup.sacct_job_info(12, completion=False)
 
 
 def _gone_from_controller(fake_bin):
@@ -166,7 +166,7 @@ def test_job_info_prefers_accounting_json_after_the_controller(fake_bin, tmp_pat
     _gone_from_controller(fake_bin)
     fake_sacct(fake_bin, log, json_reply=(DATA / "sacct_json_failed_26.05.json").read_text())
     job = recorded("failed", "26.05")[0].job_id
-    info = jobs.job_info(job)
+    info = job_lookup.job_info(job)
     assert info is not None and info.source == "sacct-json" and info.restart_count == 0
     assert log.read_text().splitlines() == [f"--json -j {job}"]
 
@@ -176,7 +176,7 @@ def test_job_info_when_accounting_does_not_know_the_job(fake_bin, tmp_path):
     log = tmp_path / "calls"
     _gone_from_controller(fake_bin)
     fake_sacct(fake_bin, log, json_reply=(DATA / "sacct_json_unknown_26.05.json").read_text())
-    info = jobs.job_info(12)
+    info = job_lookup.job_info(12)
     assert info is not None and info.source == "sacct-c"
     assert [c.split()[0] for c in log.read_text().splitlines()] == ["--json", "-c"]
 
@@ -185,5 +185,5 @@ def test_job_info_without_accounting_reads_the_completion_log(fake_bin, tmp_path
     log = tmp_path / "calls"
     _gone_from_controller(fake_bin)
     fake_sacct(fake_bin, log, json_reply="Slurm accounting storage is disabled", json_rc=1)
-    info = jobs.job_info(12)
+    info = job_lookup.job_info(12)
     assert info is not None and info.source == "sacct-c" and info.derived_exit_code == 3

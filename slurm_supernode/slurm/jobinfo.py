@@ -1,0 +1,252 @@
+"""A job's record (``JobInfo``) and how each Slurm answer becomes one: ``scontrol show job``
+(``--json`` where Slurm has it, ``-o`` text on 22.05), ``sacct --json`` and ``sacct -P`` text.
+Pure parsers: slurm/job_lookup.py runs the commands."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+
+from slurm_supernode.errors import SlurmError, SlurmErrorKind
+from slurm_supernode.slurm.parse import (
+    json_exit_code,
+    json_number,
+    json_state,
+    json_time,
+    null,
+    parse_exit_code,
+    parse_time,
+    to_int,
+)
+
+# States after which a job will not run again by itself.
+ENDED_STATES = frozenset(
+    {
+        "COMPLETED",
+        "FAILED",
+        "CANCELLED",
+        "TIMEOUT",
+        "NODE_FAIL",
+        "PREEMPTED",
+        "OUT_OF_MEMORY",
+        "BOOT_FAIL",
+        "DEADLINE",
+        "REVOKED",
+        "SPECIAL_EXIT",
+    }
+)
+
+
+SACCT_FIELDS = [
+    "jobid",
+    "jobname",
+    "state",
+    "exitcode",
+    "derivedexitcode",
+    "nodelist",
+    "nnodes",
+    "partition",
+    "start",
+    "end",
+    "workdir",
+]
+
+
+@dataclass(frozen=True)
+class JobInfo:
+    """What Slurm says about one job.
+
+    `state` is Slurm's upper-case state ("RUNNING", "FAILED"); `exit_code`/`exit_signal` come
+    from the batch script's `ExitCode=3:0`, `derived_exit_code` is the highest step exit code
+    (None while unknown: scontrol on 22.05 does not print it; the completion log has it).
+    `restart_count` and `stdout` are None when the record came from sacct (it does not keep
+    them); `source` says where the record came from: "scontrol", "sacct-c" (completion log),
+    "sacct-json" (accounting, `sacct --json`) or "sacct" (accounting, text form).
+    """
+
+    job_id: int
+    name: str
+    state: str
+    reason: str | None
+    exit_code: int
+    exit_signal: int
+    derived_exit_code: int | None
+    nodelist: str | None
+    num_nodes: int
+    restart_count: int | None  # also from `sacct --json` (accounting keeps it)
+    partition: str | None
+    start_time: datetime | None
+    end_time: datetime | None
+    work_dir: str | None
+    stdout: str | None
+    source: str
+
+    @property
+    def ended(self) -> bool:
+        """The job is over and will not run again unless someone requeues it."""
+        return self.state in ENDED_STATES
+
+    @property
+    def pending(self) -> bool:
+        return self.state == "PENDING"
+
+    @property
+    def running(self) -> bool:
+        return self.state == "RUNNING"
+
+
+def job_from_record(rec: dict[str, str]) -> JobInfo:
+    """A parsed `scontrol show job -o` record -> JobInfo."""
+    code, sig = parse_exit_code(rec.get("ExitCode"))
+    derived = parse_exit_code(rec["DerivedExitCode"])[0] if "DerivedExitCode" in rec else None
+    return JobInfo(
+        job_id=int(rec["JobId"]),
+        name=rec.get("JobName", ""),
+        state=(rec.get("JobState") or "UNKNOWN").upper(),
+        reason=null(rec.get("Reason")),
+        exit_code=code,
+        exit_signal=sig,
+        derived_exit_code=derived,
+        nodelist=null(rec.get("NodeList")),
+        num_nodes=to_int(rec.get("NumNodes")),
+        restart_count=to_int(rec.get("Restarts")),
+        partition=null(rec.get("Partition")),
+        start_time=parse_time(rec.get("StartTime")),
+        end_time=parse_time(rec.get("EndTime")),
+        work_dir=null(rec.get("WorkDir")),
+        stdout=null(rec.get("StdOut")),
+        source="scontrol",
+    )
+
+
+def job_from_json(job: Mapping[str, object]) -> JobInfo:
+    """One entry of `scontrol show job --json`'s `jobs` list -> JobInfo."""
+    code, sig = json_exit_code(job.get("exit_code"))
+    derived = job.get("derived_exit_code")
+    restarts = job.get("restart_cnt")
+
+    def text(key: str) -> str | None:
+        value = job.get(key)
+        return null(value) if isinstance(value, str) else None
+
+    return JobInfo(
+        job_id=json_number(job.get("job_id")) or 0,
+        name=text("name") or "",
+        state=json_state(job.get("job_state")),
+        reason=text("state_reason"),
+        exit_code=code,
+        exit_signal=sig,
+        derived_exit_code=json_exit_code(derived)[0] if isinstance(derived, dict) else None,
+        nodelist=text("nodes"),
+        num_nodes=json_number(job.get("node_count")) or 0,
+        restart_count=json_number(restarts) if restarts is not None else None,
+        partition=text("partition"),
+        start_time=json_time(job.get("start_time")),
+        end_time=json_time(job.get("end_time")),
+        work_dir=text("current_working_directory"),
+        stdout=text("standard_output"),
+        source="scontrol",
+    )
+
+
+def _jobs_document(text: str, command: str) -> tuple[dict, list]:
+    """A Slurm ``--json`` answer and its ``jobs`` list; SlurmError (BAD_OUTPUT) when the text
+    is not JSON or has no such list. ``command`` names the command in the error."""
+    try:
+        doc = json.loads(text)
+    except ValueError as e:
+        raise SlurmError(
+            f"{command} printed no JSON: {text.strip()[:200]!r}",
+            kind=SlurmErrorKind.BAD_OUTPUT,
+        ) from e
+    entries = doc.get("jobs") if isinstance(doc, dict) else None
+    if not isinstance(entries, list):
+        raise SlurmError(f"{command} printed no 'jobs' list", kind=SlurmErrorKind.BAD_OUTPUT)
+    return doc, entries
+
+
+def _json_jobs(text: str) -> list[JobInfo]:
+    """`scontrol show job --json` output -> JobInfo per job (SlurmError if it is not JSON)."""
+    _, entries = _jobs_document(text, "scontrol show job --json")
+    return [job_from_json(j) for j in entries if isinstance(j, dict)]
+
+
+def job_from_sacct(row: dict[str, str], source: str) -> JobInfo:
+    """A `sacct -P` row with SACCT_FIELDS -> JobInfo."""
+    code, sig = parse_exit_code(row.get("exitcode"))
+    derived, _ = parse_exit_code(row.get("derivedexitcode"))
+    nodelist = null(row.get("nodelist"))
+    return JobInfo(
+        job_id=int(row["jobid"]),
+        name=row.get("jobname", ""),
+        # "CANCELLED by 0" -> "CANCELLED"
+        state=(row.get("state") or "UNKNOWN").split()[0].upper(),
+        reason=None,
+        exit_code=code,
+        exit_signal=sig,
+        derived_exit_code=derived,
+        nodelist=None if nodelist == "None assigned" else nodelist,
+        num_nodes=to_int(row.get("nnodes")),
+        restart_count=None,
+        partition=null(row.get("partition")),
+        start_time=parse_time(row.get("start")),
+        end_time=parse_time(row.get("end")),
+        work_dir=null(row.get("workdir")),
+        stdout=None,
+        source=source,
+    )
+
+
+def job_from_sacct_json(job: Mapping[str, object]) -> JobInfo:
+    """One entry of `sacct --json`'s `jobs` list -> JobInfo.
+
+    The fields read are the same in data_parser v0.0.42 (24.11) and v0.0.45 (26.05): `state`
+    is `{"current": ["FAILED"], "reason": "None"}`, times are under `time` (epoch, 0 = none),
+    the node count is `allocation_nodes`, "None assigned" means no nodes yet.
+    """
+
+    def text(key: str) -> str | None:
+        value = job.get(key)
+        return null(value) if isinstance(value, str) else None
+
+    state = job.get("state")
+    current = state.get("current") if isinstance(state, dict) else state
+    reason = state.get("reason") if isinstance(state, dict) else None
+    raw_times = job.get("time")
+    times: Mapping[str, object] = raw_times if isinstance(raw_times, dict) else {}
+    code, sig = json_exit_code(job.get("exit_code"))
+    derived = job.get("derived_exit_code")
+    restarts = job.get("restart_cnt")
+    nodelist = text("nodes")
+    return JobInfo(
+        job_id=json_number(job.get("job_id")) or 0,
+        name=text("name") or "",
+        state=json_state(current),
+        reason=null(reason) if isinstance(reason, str) else None,
+        exit_code=code,
+        exit_signal=sig,
+        derived_exit_code=json_exit_code(derived)[0] if isinstance(derived, dict) else None,
+        nodelist=None if nodelist == "None assigned" else nodelist,
+        num_nodes=json_number(job.get("allocation_nodes")) or 0,
+        restart_count=json_number(restarts) if restarts is not None else None,
+        partition=text("partition"),
+        start_time=json_time(times.get("start")),
+        end_time=json_time(times.get("end")),
+        work_dir=text("working_directory"),
+        stdout=text("stdout_expanded") or text("stdout"),
+        source="sacct-json",
+    )
+
+
+def sacct_json_records(text: str) -> list[JobInfo]:
+    """`sacct --json` output -> JobInfo per entry; SlurmError (BAD_OUTPUT) when it is not
+    JSON, has no `jobs` list, or reports errors without jobs."""
+    doc, entries = _jobs_document(text, "sacct --json")
+    errors = doc.get("errors")
+    if not entries and isinstance(errors, list) and errors:
+        first = errors[0] if isinstance(errors[0], dict) else {}
+        what = first.get("description") or first.get("error") or str(errors[0])
+        raise SlurmError(f"sacct --json reported: {what}", kind=SlurmErrorKind.BAD_OUTPUT)
+    return [job_from_sacct_json(j) for j in entries if isinstance(j, dict)]
