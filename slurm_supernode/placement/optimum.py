@@ -305,6 +305,64 @@ def minimum(
     )
 
 
+def _regular_shapes(dims: Sequence[SlotSets]) -> tuple[list[tuple[int, int] | None], list[int]]:
+    """Per dimension with disjoint sets of one size and weight (regular): (size, weight), and
+    the number of its sets no slot of which is placed yet; at most sum(floor(room / size)) of
+    those stay whole."""
+    shape: list[tuple[int, int] | None] = []
+    untouched: list[int] = []
+    for sets in dims:
+        flat = [x for m, _ in sets for x in m]
+        one = len({len(m) for m, _ in sets}) == 1 and len({w for _, w in sets}) == 1
+        shape.append((len(sets[0][0]), sets[0][1]) if one and len(set(flat)) == len(flat) else None)
+        untouched.append(len(sets))
+    return shape, untouched
+
+
+def _hyperedges(
+    dims: Sequence[SlotSets], slots: int
+) -> tuple[list[int], list[int], list[int], list[list[int]]]:
+    """Hyperedges: (dimension index, weight, unplaced slots) of each set; incident edges per
+    slot."""
+    edge_dim: list[int] = []
+    edge_weight: list[int] = []
+    unplaced: list[int] = []
+    incident: list[list[int]] = [[] for _ in range(slots)]
+    for d, sets in enumerate(dims):
+        for members, weight in sets:
+            e = len(edge_dim)
+            edge_dim.append(d)
+            edge_weight.append(weight)
+            unplaced.append(len(members))
+            for s in members:
+                incident[s].append(e)
+    return edge_dim, edge_weight, unplaced, incident
+
+
+def _slot_order(dims: Sequence[SlotSets], slots: int) -> list[int]:
+    """Slot order: the sets of the first dimensions together (components of their union,
+    coarsest first), so sets close early and splitting them shows early."""
+    parent = list(range(slots))
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    keys: list[list[int]] = []
+    for sets in dims:
+        for members, _ in sets:
+            a = find(members[0])
+            for x in members[1:]:
+                b = find(x)
+                if a != b:
+                    a, b = min(a, b), max(a, b)
+                    parent[b] = a
+        keys.append([find(x) for x in range(slots)])
+    return sorted(range(slots), key=lambda x: (*(key[x] for key in reversed(keys)), x))
+
+
 def search(
     dims: Sequence[SlotSets],
     capacities: Sequence[int],
@@ -328,49 +386,9 @@ def search(
     slots = sum(capacities)
     k = len(capacities)
     floor = list(bounds) if bounds is not None else [0] * len(dims)
-    # per dimension with disjoint sets of one size and weight (regular): (size, weight) and the
-    # sets no slot of which is placed yet; at most sum(floor(room / size)) of those stay whole
-    shape: list[tuple[int, int] | None] = []
-    untouched: list[int] = []
-    for sets in dims:
-        flat = [x for m, _ in sets for x in m]
-        one = len({len(m) for m, _ in sets}) == 1 and len({w for _, w in sets}) == 1
-        shape.append((len(sets[0][0]), sets[0][1]) if one and len(set(flat)) == len(flat) else None)
-        untouched.append(len(sets))
-    # hyperedges: (dimension index, weight, unplaced slots); incident edges per slot
-    edge_dim: list[int] = []
-    edge_weight: list[int] = []
-    unplaced: list[int] = []
-    incident: list[list[int]] = [[] for _ in range(slots)]
-    for d, sets in enumerate(dims):
-        for members, weight in sets:
-            e = len(edge_dim)
-            edge_dim.append(d)
-            edge_weight.append(weight)
-            unplaced.append(len(members))
-            for s in members:
-                incident[s].append(e)
-    # slot order: the sets of the first dimensions together (components of their union,
-    # coarsest first), so sets close early and splitting them shows early
-    parent = list(range(slots))
-
-    def find(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    keys: list[list[int]] = []
-    for sets in dims:
-        for members, _ in sets:
-            a = find(members[0])
-            for x in members[1:]:
-                b = find(x)
-                if a != b:
-                    a, b = min(a, b), max(a, b)
-                    parent[b] = a
-        keys.append([find(x) for x in range(slots)])
-    order = sorted(range(slots), key=lambda x: (*(key[x] for key in reversed(keys)), x))
+    shape, untouched = _regular_shapes(dims)
+    edge_dim, edge_weight, unplaced, incident = _hyperedges(dims, slots)
+    order = _slot_order(dims, slots)
     home = [-1] * len(edge_dim)
     cut = [False] * len(edge_dim)
     room = list(capacities)
