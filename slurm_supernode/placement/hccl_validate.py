@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from slurm_supernode.errors import PlacementError
@@ -59,121 +60,163 @@ def validate_rank_table(table: Mapping[str, Any]) -> list[str]:
     elif count is not None and count != str(len(servers)):
         problems.append(f"server_count {count!r} != {len(servers)} servers")
     v12 = version == "1.2"
-    device_ips: dict[str, str] = {}
-    backup_ips: dict[str, str] = {}
-    rank_ids: list[int] = []
-    rank_server: dict[int, int] = {}
-    server_ids: list[str] = []
-    with_ip = without_ip = 0
-    ports_of: dict[tuple[int, str], str] = {}  # (server, device ip) -> device_port
-    backups: list[tuple[str, int, str, str | None]] = []  # where, server, backup ip, port
-    sdid_by_server: dict[str, list[tuple[str, int]]] = {}
+    scan = _Scan(problems, v12)
     for i, server in enumerate(servers):
-        sid = server.get("server_id")
-        if not isinstance(sid, str) or not sid:
-            problems.append(f"server_list[{i}]: server_id missing")
-            sid = f"#{i}"
-        elif len(sid) > MAX_SERVER_ID:
-            problems.append(f"server {sid}: server_id longer than {MAX_SERVER_ID} characters")
-        server_ids.append(sid)
-        host_ip = server.get("host_ip")
-        if host_ip is not None and not _ip_ok(host_ip):
-            problems.append(f"server {sid}: host_ip {host_ip!r} is not an IP address")
-        devices = server.get("device")
-        if not isinstance(devices, list) or not devices:
-            problems.append(f"server {sid}: device list missing or empty")
-            continue
-        dev_ids: set[int] = set()
-        host_ports: dict[str, str] = {}
-        for j, dev in enumerate(devices):
-            where = f"server {sid} device[{j}]"
-            required = ["device_id", "rank_id"] + (["super_device_id"] if v12 else [])
-            for f in required:
-                if dev.get(f) in (None, ""):
-                    problems.append(f"{where}: {f} missing")
-            did = _uint(dev.get("device_id"))
-            if dev.get("device_id") not in (None, "") and did is None:
-                problems.append(f"{where}: device_id {dev.get('device_id')!r} is not a decimal")
-            elif did is not None:
-                if did in dev_ids:
-                    problems.append(f"{where}: device_id {did} twice on one server")
-                dev_ids.add(did)
-            ip = dev.get("device_ip")
-            if ip in (None, ""):
-                without_ip += 1
-            else:
-                with_ip += 1
-                if not _ip_ok(ip):
-                    problems.append(f"{where}: device_ip {ip!r} is not an IP address")
-                elif ip in device_ips:
-                    problems.append(f"{where}: device_ip {ip} also used by {device_ips[ip]}")
-                else:
-                    device_ips[ip] = where
-                    ports_of[(i, ip)] = dev.get("device_port") or str(DEVICE_PORT)
-            for key in ("device_port", "backup_device_port", "host_port"):
-                if key in dev and (why := _port_problem(dev[key])):
-                    problems.append(f"{where}: {key} {why}")
-            hp = dev.get("host_port")
-            if hp is not None:
-                if hp in host_ports:
-                    problems.append(f"{where}: host_port {hp} also used by {host_ports[hp]}")
-                host_ports.setdefault(hp, where)
-            bip = dev.get("backup_device_ip")
-            if bip not in (None, ""):
-                if not _ip_ok(bip):
-                    problems.append(f"{where}: backup_device_ip {bip!r} is not an IP address")
-                elif bip == ip:
-                    problems.append(f"{where}: backup_device_ip is the device's own IP")
-                elif bip in backup_ips:
-                    problems.append(
-                        f"{where}: backup_device_ip {bip} also used by {backup_ips[bip]}"
-                    )
-                else:
-                    backup_ips[bip] = where
-                    backups.append((where, i, bip, dev.get("backup_device_port")))
-            rid = _uint(dev.get("rank_id"))
-            if rid is None:
-                if dev.get("rank_id") not in (None, ""):
-                    problems.append(f"{where}: rank_id {dev.get('rank_id')!r} is not an integer")
-            else:
-                rank_ids.append(rid)
-                rank_server[rid] = i
-            if v12 and dev.get("super_device_id") not in (None, ""):
-                sd = _uint(dev.get("super_device_id"))
-                if sd is None or sd > 0xFFFFFFFF:
-                    problems.append(
-                        f"{where}: super_device_id {dev.get('super_device_id')!r} is not a u32"
-                    )
-                else:
-                    sdid_by_server.setdefault(sid, []).append((where, sd))
-    if sorted(rank_ids) != list(range(len(rank_ids))):
-        problems.append(f"rank_id values are not exactly 0..{len(rank_ids) - 1}")
-    else:
-        order = [rank_server[r] for r in range(len(rank_ids))]
-        blocks = [s for k, s in enumerate(order) if k == 0 or order[k - 1] != s]
-        if len(blocks) != len(set(blocks)):
-            problems.append(
-                "rank_id values interleave across servers (each server needs one block)"
-            )
-    if len(set(server_ids)) != len(server_ids):
+        _check_server(scan, i, server)
+    _check_ranks(scan)
+    if len(set(scan.server_ids)) != len(scan.server_ids):
         problems.append("server_id values are not unique")
-    if with_ip and without_ip:
+    if scan.with_ip and scan.without_ip:
         problems.append("device_ip set on some devices but not on others")
-    if without_ip and len(servers) > 1 and not v12:
+    if scan.without_ip and len(servers) > 1 and not v12:
         problems.append("device_ip missing: required with more than one server")
-    for where, i, bip, bport in backups:
-        owner = device_ips.get(bip)
+    _check_backups(scan)
+    if v12:
+        problems += _validate_pods(
+            table, servers, scan.server_ids, scan.sdid_by_server, bool(scan.without_ip)
+        )
+    return problems
+
+
+@dataclass
+class _Scan:
+    """What one pass over the servers and devices collects for the table-wide rules."""
+
+    problems: list[str]
+    v12: bool
+    device_ips: dict[str, str] = field(default_factory=dict)  # ip -> where
+    backup_ips: dict[str, str] = field(default_factory=dict)
+    rank_ids: list[int] = field(default_factory=list)
+    rank_server: dict[int, int] = field(default_factory=dict)
+    server_ids: list[str] = field(default_factory=list)
+    with_ip: int = 0
+    without_ip: int = 0
+    ports_of: dict[tuple[int, str], str] = field(default_factory=dict)  # (server, ip) -> port
+    backups: list[tuple[str, int, str, str | None]] = field(
+        default_factory=list
+    )  # where, server, backup ip, port
+    sdid_by_server: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+
+
+def _check_server(scan: _Scan, i: int, server: Mapping[str, Any]) -> None:
+    """One server: its id, host_ip, and each device (``_check_device``)."""
+    problems = scan.problems
+    sid = server.get("server_id")
+    if not isinstance(sid, str) or not sid:
+        problems.append(f"server_list[{i}]: server_id missing")
+        sid = f"#{i}"
+    elif len(sid) > MAX_SERVER_ID:
+        problems.append(f"server {sid}: server_id longer than {MAX_SERVER_ID} characters")
+    scan.server_ids.append(sid)
+    host_ip = server.get("host_ip")
+    if host_ip is not None and not _ip_ok(host_ip):
+        problems.append(f"server {sid}: host_ip {host_ip!r} is not an IP address")
+    devices = server.get("device")
+    if not isinstance(devices, list) or not devices:
+        problems.append(f"server {sid}: device list missing or empty")
+        return
+    dev_ids: set[int] = set()
+    host_ports: dict[str, str] = {}
+    for j, dev in enumerate(devices):
+        _check_device(scan, i, sid, f"server {sid} device[{j}]", dev, dev_ids, host_ports)
+
+
+def _check_device(
+    scan: _Scan,
+    i: int,
+    sid: str,
+    where: str,
+    dev: Mapping[str, Any],
+    dev_ids: set[int],
+    host_ports: dict[str, str],
+) -> None:
+    """One device: required fields, ids, IPs, ports, backup NIC, rank id and SDID."""
+    problems = scan.problems
+    required = ["device_id", "rank_id"] + (["super_device_id"] if scan.v12 else [])
+    for f in required:
+        if dev.get(f) in (None, ""):
+            problems.append(f"{where}: {f} missing")
+    did = _uint(dev.get("device_id"))
+    if dev.get("device_id") not in (None, "") and did is None:
+        problems.append(f"{where}: device_id {dev.get('device_id')!r} is not a decimal")
+    elif did is not None:
+        if did in dev_ids:
+            problems.append(f"{where}: device_id {did} twice on one server")
+        dev_ids.add(did)
+    ip = dev.get("device_ip")
+    if ip in (None, ""):
+        scan.without_ip += 1
+    else:
+        scan.with_ip += 1
+        if not _ip_ok(ip):
+            problems.append(f"{where}: device_ip {ip!r} is not an IP address")
+        elif ip in scan.device_ips:
+            problems.append(f"{where}: device_ip {ip} also used by {scan.device_ips[ip]}")
+        else:
+            scan.device_ips[ip] = where
+            scan.ports_of[(i, ip)] = dev.get("device_port") or str(DEVICE_PORT)
+    for key in ("device_port", "backup_device_port", "host_port"):
+        if key in dev and (why := _port_problem(dev[key])):
+            problems.append(f"{where}: {key} {why}")
+    hp = dev.get("host_port")
+    if hp is not None:
+        if hp in host_ports:
+            problems.append(f"{where}: host_port {hp} also used by {host_ports[hp]}")
+        host_ports.setdefault(hp, where)
+    bip = dev.get("backup_device_ip")
+    if bip not in (None, ""):
+        if not _ip_ok(bip):
+            problems.append(f"{where}: backup_device_ip {bip!r} is not an IP address")
+        elif bip == ip:
+            problems.append(f"{where}: backup_device_ip is the device's own IP")
+        elif bip in scan.backup_ips:
+            problems.append(f"{where}: backup_device_ip {bip} also used by {scan.backup_ips[bip]}")
+        else:
+            scan.backup_ips[bip] = where
+            scan.backups.append((where, i, bip, dev.get("backup_device_port")))
+    rid = _uint(dev.get("rank_id"))
+    if rid is None:
+        if dev.get("rank_id") not in (None, ""):
+            problems.append(f"{where}: rank_id {dev.get('rank_id')!r} is not an integer")
+    else:
+        scan.rank_ids.append(rid)
+        scan.rank_server[rid] = i
+    if scan.v12 and dev.get("super_device_id") not in (None, ""):
+        sd = _uint(dev.get("super_device_id"))
+        if sd is None or sd > 0xFFFFFFFF:
+            problems.append(f"{where}: super_device_id {dev.get('super_device_id')!r} is not a u32")
+        else:
+            scan.sdid_by_server.setdefault(sid, []).append((where, sd))
+
+
+def _check_ranks(scan: _Scan) -> None:
+    """rank_id values are exactly 0..n-1, one block per server."""
+    rank_ids = scan.rank_ids
+    if sorted(rank_ids) != list(range(len(rank_ids))):
+        scan.problems.append(f"rank_id values are not exactly 0..{len(rank_ids) - 1}")
+        return
+    order = [scan.rank_server[r] for r in range(len(rank_ids))]
+    blocks = [s for k, s in enumerate(order) if k == 0 or order[k - 1] != s]
+    if len(blocks) != len(set(blocks)):
+        scan.problems.append(
+            "rank_id values interleave across servers (each server needs one block)"
+        )
+
+
+def _check_backups(scan: _Scan) -> None:
+    """A backup IP is another die of the same server, on a port other than that die's."""
+    for where, i, bip, bport in scan.backups:
+        owner = scan.device_ips.get(bip)
         if owner is None:
             continue  # HCCL only warns: the backup die is outside this table
-        if not owner.startswith(f"server {server_ids[i]} device["):
-            problems.append(f"{where}: backup_device_ip {bip} belongs to {owner} (other server)")
-        elif bport is not None and bport == ports_of.get((i, bip)):
-            problems.append(
+        if not owner.startswith(f"server {scan.server_ids[i]} device["):
+            scan.problems.append(
+                f"{where}: backup_device_ip {bip} belongs to {owner} (other server)"
+            )
+        elif bport is not None and bport == scan.ports_of.get((i, bip)):
+            scan.problems.append(
                 f"{where}: backup_device_port {bport} equals the device_port of {owner}"
             )
-    if v12:
-        problems += _validate_pods(table, servers, server_ids, sdid_by_server, bool(without_ip))
-    return problems
 
 
 def _validate_pods(
