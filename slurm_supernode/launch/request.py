@@ -198,6 +198,32 @@ def plan_request(
     """Decide node count and Slurm options for whole super nodes. Raises InputError early for
     requests that can never run (instead of leaving them pending forever)."""
     check_time(spec.time)
+    _check_counts(spec)
+    strategy, notices = resolve_strategy(site, facts)
+    partition = spec.partition or site.slurm.partition
+    pool = _pool(site, partition, facts)
+    choice, k, partial = _choose_size(spec, pool, partition, notices)
+    alloc = _alloc_options(spec, site, partition, choice)
+    components, total, whole = _components(spec, strategy, choice, k, partial, alloc, notices)
+    job = _job_options(spec, facts, output, error)
+    # --sbatch passthrough goes last in every component, so it can override snrun's choices.
+    components = [(*comp, *spec.sbatch_args) for comp in components]
+
+    return SbatchRequest(
+        strategy="partial" if partial else strategy,
+        nodes=total,
+        supernode_size=choice.size,
+        supernodes=whole,
+        candidates=tuple(sn.name for sn in choice.pool),
+        job_args=tuple(job),
+        components=tuple(components),
+        notices=tuple(notices),
+        partition=partition,
+    )
+
+
+def _check_counts(spec: JobSpec) -> None:
+    """-S and -N: not both, each at least 1."""
     if spec.supernodes is not None and spec.nodes is not None:
         raise InputError(
             "give either -S/--supernodes or -N/--nodes, not both",
@@ -208,33 +234,34 @@ def plan_request(
         if val is not None and val < 1:
             raise InputError(f"must be at least 1, got {val}", where=opt)
 
-    strategy, notices = resolve_strategy(site, facts)
-    partition = spec.partition or site.slurm.partition
-    pool = _pool(site, partition, facts)
 
-    partial = False
-    if spec.nodes is not None:
-        if spec.allow_partial and pool and spec.nodes <= max(sn.job_size for sn in pool):
-            partial = True
-            fits = [sn for sn in pool if sn.job_size >= spec.nodes]
-            choice = _Choice(size=max(sn.job_size for sn in fits), pool=fits)
-        else:
-            # Round up to whole super nodes: the largest size class that has enough of them.
-            choice, k = _round_up(pool, spec.nodes, partition)
-            if spec.allow_partial:
-                partial = spec.nodes != k * choice.size
-            elif spec.nodes != k * choice.size:
-                notices.append(
-                    f"rounded -N {spec.nodes} up to {k * choice.size} nodes "
-                    f"({k} whole super node{'s' if k > 1 else ''} of {choice.size}); "
-                    "--allow-partial keeps the exact count"
-                )
-    else:
+def _choose_size(
+    spec: JobSpec, pool: list[SuperNode], partition: str | None, notices: list[str]
+) -> tuple[_Choice, int, bool]:
+    """(size class, whole super nodes, partial): -N rounded up to whole super nodes unless
+    --allow-partial, -S as given."""
+    if spec.nodes is None:
         k = spec.supernodes or 1
-        choice = _size_class(pool, k, f"-S {k}", partition)
+        return _size_class(pool, k, f"-S {k}", partition), k, False
+    if spec.allow_partial and pool and spec.nodes <= max(sn.job_size for sn in pool):
+        fits = [sn for sn in pool if sn.job_size >= spec.nodes]
+        return _Choice(size=max(sn.job_size for sn in fits), pool=fits), 0, True
+    # Round up to whole super nodes: the largest size class that has enough of them.
+    choice, k = _round_up(pool, spec.nodes, partition)
+    partial = False
+    if spec.allow_partial:
+        partial = spec.nodes != k * choice.size
+    elif spec.nodes != k * choice.size:
+        notices.append(
+            f"rounded -N {spec.nodes} up to {k * choice.size} nodes "
+            f"({k} whole super node{'s' if k > 1 else ''} of {choice.size}); "
+            "--allow-partial keeps the exact count"
+        )
+    return choice, k, partial
 
-    size = choice.size
-    feats = "|".join(sn.feature for sn in choice.pool)
+
+def _alloc_options(spec: JobSpec, site: Site, partition: str | None, choice: _Choice) -> list[str]:
+    """The options every component's allocation carries."""
     alloc: list[str] = []
     if partition:
         alloc.append(f"--partition={partition}")
@@ -250,39 +277,51 @@ def plan_request(
     if site.slurm.gres_name:
         per_node = min(n.devices for sn in choice.pool for n in sn.nodes)
         alloc.append(f"--gres={site.slurm.gres_name}:{per_node}")
+    return alloc
 
-    components: list[tuple[str, ...]]
+
+def _components(
+    spec: JobSpec,
+    strategy: str,
+    choice: _Choice,
+    k: int,
+    partial: bool,
+    alloc: list[str],
+    notices: list[str],
+) -> tuple[list[tuple[str, ...]], int, int | None]:
+    """(sbatch components, total nodes, whole super nodes or None) for the strategy."""
+    size = choice.size
+    feats = "|".join(sn.feature for sn in choice.pool)
     if partial:
         n = spec.nodes or 1
         if n <= size:
             # Still inside one super node: the matching-OR constraint keeps it there.
-            components = [(f"--nodes={n}", f"--constraint=[{feats}]", *alloc)]
             notices.append(f"partial super node: {n} of {size} nodes, inside one super node")
-        else:
-            k = math.ceil(n / size)
-            components = [(f"--nodes={n}", f"--switches={k}", *alloc)]
-            notices.append(f"partial: {n} nodes over at most {k} super nodes (best effort)")
-        total, whole = n, None
-    elif strategy == "features":
+            return [(f"--nodes={n}", f"--constraint=[{feats}]", *alloc)], n, None
+        k = math.ceil(n / size)
+        notices.append(f"partial: {n} nodes over at most {k} super nodes (best effort)")
+        return [(f"--nodes={n}", f"--switches={k}", *alloc)], n, None
+    if strategy == "features":
         comp = (f"--nodes={size}", f"--constraint=[{feats}]", *alloc)
-        components = [comp] * k
-        total, whole = k * size, k
-    elif spec.pinned_nodes:
+        return [comp] * k, k * size, k
+    if spec.pinned_nodes:
         # block/switches on named super nodes: the list is exact; no --segment/--switches.
-        components = [(f"--nodes={k * size}", f"--nodelist={spec.pinned_nodes}", *alloc)]
-        total, whole = k * size, k
-    elif strategy == "block":
+        return [(f"--nodes={k * size}", f"--nodelist={spec.pinned_nodes}", *alloc)], k * size, k
+    if strategy == "block":
         # --exclusive=topo (with --segment since 24.05): no other job in the job's blocks, so a
         # super node's spare nodes stay free for this job's requeue (measured on 24.11: a job
         # on the 4th node of a 3-node job's block pends with =topo, runs with --exclusive).
         block_alloc = ["--exclusive=topo" if a == "--exclusive" else a for a in alloc]
-        components = [(f"--nodes={k * size}", f"--segment={size}", *block_alloc)]
-        total, whole = k * size, k
-    else:  # switches
-        components = [(f"--nodes={k * size}", f"--switches={k}", *alloc)]
-        total, whole = k * size, k
-        notices.append("strategy 'switches' is best effort: the job verifies its allocation")
+        return [(f"--nodes={k * size}", f"--segment={size}", *block_alloc)], k * size, k
+    # switches
+    notices.append("strategy 'switches' is best effort: the job verifies its allocation")
+    return [(f"--nodes={k * size}", f"--switches={k}", *alloc)], k * size, k
 
+
+def _job_options(
+    spec: JobSpec, facts: ClusterFacts | None, output: str | None, error: str | None
+) -> list[str]:
+    """The job's own options (name, output, requeue, signal, mail...), once per job."""
     job: list[str] = [f"--job-name={spec.name}"]
     out = spec.output or output
     err = spec.error or error
@@ -302,20 +341,7 @@ def plan_request(
         job.append(f"--mail-type={spec.mail_type}")
     if spec.mail_user:
         job.append(f"--mail-user={spec.mail_user}")
-    # --sbatch passthrough goes last in every component, so it can override snrun's choices.
-    components = [(*comp, *spec.sbatch_args) for comp in components]
-
-    return SbatchRequest(
-        strategy="partial" if partial else strategy,
-        nodes=total,
-        supernode_size=size,
-        supernodes=whole,
-        candidates=tuple(sn.name for sn in choice.pool),
-        job_args=tuple(job),
-        components=tuple(components),
-        notices=tuple(notices),
-        partition=partition,
-    )
+    return job
 
 
 def whole_supernode_problems(site: Site, hosts: list[str]) -> list[str]:
