@@ -5,6 +5,7 @@ their node specs, overrides and IPs), merged once per distinct layer combination
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -135,34 +136,70 @@ class SupernodeBuilder(NodeReader):
         for i, item in enumerate(items):
             raw.append(self._supernode(item, i))
         all_hosts = {h for r in raw for h, *_ in r["hosts"]}
-        # node_overrides: hostname -> indices of the overrides that apply, in file order
-        overrides: list[dict[str, _Val]] = []
-        applies: dict[str, list[int]] = {}
-        if "node_overrides" in top:
-            for k, onode in enumerate(self.seq(top["node_overrides"][1], "node_overrides") or []):
-                if self.fatal:  # a bound was exceeded: the rest would only repeat it
-                    break
-                layer = self._spec_layer(onode, f"node_overrides[{k}]", 2 + k, ("nodes",))
-                overrides.append(layer)
-                if not isinstance(onode, yaml.MappingNode):
-                    continue
-                nodes_node = next((v for kn, v in onode.value if kn.value == "nodes"), None)
-                hosts = (
-                    self.hostlist(nodes_node, f"node_overrides[{k}].nodes", site_hosts=False)
-                    if (nodes_node is not None)
-                    else None
-                )
-                for host in self._known(hosts or [], all_hosts, nodes_node):
-                    applies.setdefault(host, []).append(k)
+        overrides, applies = self._overrides(top, all_hosts)
         ips = IpSource.parse(self, top.get("device_ips"), "device_ips", devices=True)
         hips = IpSource.parse(self, top.get("host_ip"), "host_ip", devices=False)
         for src in (ips, hips):
             if src:
                 self._known(list(src.explicit), all_hosts, src.node)
+        spec_of = self._spec_lookup(defaults, overrides)
+        if not self._devices_within_bound(raw, applies, spec_of):
+            return None
+        out: list[SuperNode] = []
+        gnode = 0
+        for i, r in enumerate(raw):
+            nodes = self._nodes(
+                i, r, applies, spec_of, (r["device_ips"], ips), (r["host_ip"], hips), gnode
+            )
+            gnode += len(nodes)
+            feature = r["feature"]
+            if feature is None:
+                feature = slurm.feature_format.format(name=r["name"])
+            out.append(SuperNode(r["name"], tuple(nodes), feature, r["pod"], r["spares"]))
+            self.src.node_src[i] = [h[3] for h in r["hosts"]]
+        if vendor == "nvidia" and (ips or any(r["device_ips"] for r in raw)):
+            self.err(
+                top["device_ips"][1] if "device_ips" in top else None,
+                "device_ips are only used with vendor: ascend",
+                "remove them or set vendor: ascend",
+            )
+        self._ips_complete(out)
+        return out
+
+    def _overrides(
+        self, top: dict, all_hosts: set[str]
+    ) -> tuple[list[dict[str, _Val]], dict[str, list[int]]]:
+        """node_overrides: their spec layers, and hostname -> indices of the overrides that
+        apply, in file order."""
+        overrides: list[dict[str, _Val]] = []
+        applies: dict[str, list[int]] = {}
+        if "node_overrides" not in top:
+            return overrides, applies
+        for k, onode in enumerate(self.seq(top["node_overrides"][1], "node_overrides") or []):
+            if self.fatal:  # a bound was exceeded: the rest would only repeat it
+                break
+            layer = self._spec_layer(onode, f"node_overrides[{k}]", 2 + k, ("nodes",))
+            overrides.append(layer)
+            if not isinstance(onode, yaml.MappingNode):
+                continue
+            nodes_node = next((v for kn, v in onode.value if kn.value == "nodes"), None)
+            hosts = (
+                self.hostlist(nodes_node, f"node_overrides[{k}].nodes", site_hosts=False)
+                if (nodes_node is not None)
+                else None
+            )
+            for host in self._known(hosts or [], all_hosts, nodes_node):
+                applies.setdefault(host, []).append(k)
+        return overrides, applies
+
+    def _spec_lookup(
+        self, defaults: dict[str, _Val], overrides: list[dict[str, _Val]]
+    ) -> Callable[[int, dict[str, Any], tuple[int, ...]], NodeSpec]:
+        """``spec_of(i, raw super node, overrides)``: the merged spec of a host with these
+        overrides, built once per layer combination."""
         spec_cache: dict[tuple, NodeSpec] = {}
 
         def spec_of(i: int, r: dict[str, Any], over: tuple[int, ...]) -> NodeSpec:
-            """Merged spec of a host with these overrides; built once per layer combination."""
             key = (i if r["layer"] else -1, over)
             spec = spec_cache.get(key)
             if spec is None:
@@ -171,7 +208,12 @@ class SupernodeBuilder(NodeReader):
                 spec_cache[key] = spec
             return spec
 
-        # The device bound is checked before any node is built: a typo fails at once.
+        return spec_of
+
+    def _devices_within_bound(
+        self, raw: list[dict[str, Any]], applies: dict[str, list[int]], spec_of: Callable
+    ) -> bool:
+        """The device bound, checked before any node is built: a typo fails at once."""
         devices_total = 0
         for i, r in enumerate(raw):
             hosts = r["hosts"]
@@ -187,59 +229,55 @@ class SupernodeBuilder(NodeReader):
                     "check devices per node and the hostlists for a typo",
                 )
                 self.fatal = True
-                return None
-        out: list[SuperNode] = []
-        gnode = 0
-        for i, r in enumerate(raw):
-            nodes: list[Node] = []
-            ip_sources = (r["device_ips"], ips)
-            hip_sources = (r["host_ip"], hips)
-            with_ips = any(ip_sources) or any(hip_sources)
-            name = r["name"]
-            plain: NodeSpec | None = None  # the spec of hosts no override names (most of them)
-            for idx, (host, rack, slot, _loc) in enumerate(r["hosts"]):
-                if host in applies:
-                    spec = spec_of(i, r, tuple(applies[host]))
-                else:
-                    spec = plain = plain or spec_of(i, r, ())
-                dev_ips: tuple[str, ...] | None = None
-                host_ip: tuple[str, ...] | None = None
-                if with_ips:
-                    fields = {
-                        "sn": i,
-                        "pod": r["pod"] if r["pod"] is not None else i,
-                        "node": idx,
-                        "gnode": gnode,
-                        "slot": slot if slot is not None else idx,
-                    }
-                    dev_ips = self._render_ips(ip_sources, host, fields, spec.devices)
-                    host_ip = self._render_ips(hip_sources, host, fields, 0)
-                nodes.append(
-                    Node(
-                        host,
-                        name,
-                        idx,
-                        spec,
-                        rack,
-                        slot,
-                        dev_ips or (),
-                        host_ip[0] if host_ip else None,
-                    )
+                return False
+        return True
+
+    def _nodes(
+        self,
+        i: int,
+        r: dict[str, Any],
+        applies: dict[str, list[int]],
+        spec_of: Callable,
+        ip_sources: tuple,
+        hip_sources: tuple,
+        gnode: int,
+    ) -> list[Node]:
+        """The nodes of super node ``i`` (``gnode``: the site-wide index of its first node),
+        each with its merged spec and its IPs."""
+        nodes: list[Node] = []
+        with_ips = any(ip_sources) or any(hip_sources)
+        name = r["name"]
+        plain: NodeSpec | None = None  # the spec of hosts no override names (most of them)
+        for idx, (host, rack, slot, _loc) in enumerate(r["hosts"]):
+            if host in applies:
+                spec = spec_of(i, r, tuple(applies[host]))
+            else:
+                spec = plain = plain or spec_of(i, r, ())
+            dev_ips: tuple[str, ...] | None = None
+            host_ip: tuple[str, ...] | None = None
+            if with_ips:
+                fields = {
+                    "sn": i,
+                    "pod": r["pod"] if r["pod"] is not None else i,
+                    "node": idx,
+                    "gnode": gnode + idx,
+                    "slot": slot if slot is not None else idx,
+                }
+                dev_ips = self._render_ips(ip_sources, host, fields, spec.devices)
+                host_ip = self._render_ips(hip_sources, host, fields, 0)
+            nodes.append(
+                Node(
+                    host,
+                    name,
+                    idx,
+                    spec,
+                    rack,
+                    slot,
+                    dev_ips or (),
+                    host_ip[0] if host_ip else None,
                 )
-                gnode += 1
-            feature = r["feature"]
-            if feature is None:
-                feature = slurm.feature_format.format(name=r["name"])
-            out.append(SuperNode(r["name"], tuple(nodes), feature, r["pod"], r["spares"]))
-            self.src.node_src[i] = [h[3] for h in r["hosts"]]
-        if vendor == "nvidia" and (ips or any(r["device_ips"] for r in raw)):
-            self.err(
-                top["device_ips"][1] if "device_ips" in top else None,
-                "device_ips are only used with vendor: ascend",
-                "remove them or set vendor: ascend",
             )
-        self._ips_complete(out)
-        return out
+        return nodes
 
     def _supernode(self, item: yaml.Node, i: int) -> dict[str, Any]:
         r: dict[str, Any] = {
