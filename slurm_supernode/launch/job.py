@@ -99,46 +99,22 @@ def plan_job(
     job_dir = (root / job_dir_name(spec.name, stamp, token)).absolute()
     logs = job_dir / "logs"
     request = plan_request(spec, site, facts, output=str(logs / "slurm-%j.out"))
-    nproc = spec.nproc_per_node
-    per_node = {n.devices for sn in site.supernodes for n in sn.nodes}
-    if nproc is not None and (nproc < 1 or nproc > max(per_node)):
-        raise InputError(
-            f"--nproc-per-node {nproc} is out of range",
-            where="--nproc-per-node",
-            hint=f"nodes of site {site.name} have {max(per_node)} devices",
-        )
+    _check_nproc(spec.nproc_per_node, site)
     site_env, user_env = merge_env(site, spec.env, spec.profiles)
     workdir = spec.workdir or os.getcwd()
     python = spec.launcher_python or sys.executable
     merged_env = {**site_env, **user_env}
     snapshot = plan_snapshot(spec.program, spec.module, workdir, job_dir, spec.snapshot)
-    inputs = JobInputs(
-        snrun_version=__version__,
-        job_name=spec.name,
-        site_file=str(job_dir / "site.yaml"),
-        site_name=site.name,
-        vendor=site.vendor,
-        layout=spec.layout.as_dict(),
-        nproc_per_node=nproc,
-        allow_partial=spec.allow_partial,
-        strategy=request.strategy,
-        supernodes=request.supernodes,
-        nodes=request.nodes,
-        max_restarts=spec.max_restarts,
-        site_restarts=dict(site.restarts),
-        preflight=spec.preflight,
+    inputs = _job_inputs(
+        spec,
+        site,
+        request,
+        job_dir,
         fork_workers=fork_workers,
-        hang_timeout=_seconds(merged_env, "SNRUN_HANG_TIMEOUT") or 0.0,
-        hang_startup=_seconds(merged_env, "SNRUN_HANG_STARTUP"),
-        program_argv=tuple(program_argv(spec, snapshot, workdir)),
-        python=python,
+        env=merged_env,
+        snapshot=snapshot,
         workdir=workdir,
-        request=request.as_dict(),
-        snapshot=(
-            {"dir": str(snapshot.dest), "source": str(snapshot.source), "module": snapshot.module}
-            if snapshot
-            else None
-        ),
+        python=python,
     )
     context = template_context(inputs, job_dir, site_env, user_env)
     script = render_sbatch(context, spec.template, spec.blocks)
@@ -158,6 +134,60 @@ def plan_job(
 
     rank_map_for_job(inputs, site, plan.example_hosts)
     return plan
+
+
+def _check_nproc(nproc: int | None, site: Site) -> None:
+    """--nproc-per-node within 1..the most devices a node of the site has."""
+    per_node = {n.devices for sn in site.supernodes for n in sn.nodes}
+    if nproc is not None and (nproc < 1 or nproc > max(per_node)):
+        raise InputError(
+            f"--nproc-per-node {nproc} is out of range",
+            where="--nproc-per-node",
+            hint=f"nodes of site {site.name} have {max(per_node)} devices",
+        )
+
+
+def _job_inputs(
+    spec: JobSpec,
+    site: Site,
+    request: SbatchRequest,
+    job_dir: Path,
+    *,
+    fork_workers: bool,
+    env: dict[str, str],
+    snapshot: SnapshotPlan | None,
+    workdir: str,
+    python: str,
+) -> JobInputs:
+    """What the job reads at start (plan.json), derived from the request and the spec."""
+    return JobInputs(
+        snrun_version=__version__,
+        job_name=spec.name,
+        site_file=str(job_dir / "site.yaml"),
+        site_name=site.name,
+        vendor=site.vendor,
+        layout=spec.layout.as_dict(),
+        nproc_per_node=spec.nproc_per_node,
+        allow_partial=spec.allow_partial,
+        strategy=request.strategy,
+        supernodes=request.supernodes,
+        nodes=request.nodes,
+        max_restarts=spec.max_restarts,
+        site_restarts=dict(site.restarts),
+        preflight=spec.preflight,
+        fork_workers=fork_workers,
+        hang_timeout=_seconds(env, "SNRUN_HANG_TIMEOUT") or 0.0,
+        hang_startup=_seconds(env, "SNRUN_HANG_STARTUP"),
+        program_argv=tuple(program_argv(spec, snapshot, workdir)),
+        python=python,
+        workdir=workdir,
+        request=request.as_dict(),
+        snapshot=(
+            {"dir": str(snapshot.dest), "source": str(snapshot.source), "module": snapshot.module}
+            if snapshot
+            else None
+        ),
+    )
 
 
 def fork_default(spec: JobSpec, site: Site) -> bool:
