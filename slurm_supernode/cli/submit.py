@@ -15,7 +15,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "Submit a torchrun job that runs on whole super nodes. Options named like sbatch's "
         "mean the same; everything after SCRIPT (or -m MODULE) goes to the program."
     )
-    s = p.add_argument_group("sbatch-compatible")
+    _sbatch_arguments(p.add_argument_group("sbatch-compatible"))
+    _placement_arguments(p.add_argument_group("super nodes and placement"))
+    _snrun_arguments(p.add_argument_group("snrun"))
+    p.add_argument("-m", dest="module", metavar="MODULE", help="run a module instead of a script")
+    p.add_argument("program", nargs="?", metavar="SCRIPT", help="the training script")
+    p.add_argument("args", nargs="*", metavar="ARGS", help="arguments of the script, kept as is")
+
+
+def _sbatch_arguments(s: argparse._ArgumentGroup) -> None:
+    """Options named like sbatch's, meaning the same."""
     s.add_argument("-J", "--job-name")
     s.add_argument("-p", "--partition")
     s.add_argument("-t", "--time")
@@ -36,7 +45,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="ARG",
         help="pass ARG to sbatch as is (repeatable), e.g. --sbatch=--reservation=r1",
     )
-    g = p.add_argument_group("super nodes and placement")
+
+
+def _placement_arguments(g: argparse._ArgumentGroup) -> None:
+    """How many super nodes and how ranks are placed on them."""
     g.add_argument(
         "-S",
         "--supernodes",
@@ -52,7 +64,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--nproc-per-node", type=positive, metavar="N", help="processes per node (default: devices)"
     )
     add_layout_arguments(g)
-    j = p.add_argument_group("snrun")
+
+
+def _snrun_arguments(j: argparse._ArgumentGroup) -> None:
+    """snrun's own options: site, environment, restarts, dry run..."""
     j.add_argument("--site", help="site name or path (default $SNRUN_SITE)")
     j.add_argument("--env", action="append", default=[], metavar="K=V", help="repeatable")
     add_env_profile_argument(j)
@@ -107,9 +122,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "-W", "--wait", action="store_true", help="wait for the job chain to end (like sbatch)"
     )
     j.add_argument("--json", action="store_true", help="with --dry-run: the plan as JSON")
-    p.add_argument("-m", dest="module", metavar="MODULE", help="run a module instead of a script")
-    p.add_argument("program", nargs="?", metavar="SCRIPT", help="the training script")
-    p.add_argument("args", nargs="*", metavar="ARGS", help="arguments of the script, kept as is")
 
 
 def split_argv(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[list[str], list[str]]:
