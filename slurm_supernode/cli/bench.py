@@ -39,7 +39,22 @@ _positive_int = positive
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
 
-    run = sub.add_parser("run", help="measure collectives (under torchrun / in a job)")
+    _run_arguments(sub.add_parser("run", help="measure collectives (under torchrun / in a job)"))
+    _report_arguments(sub.add_parser("report", help="latest runs against the rolling baseline"))
+
+    from slurm_supernode.cli import bench_schedule
+
+    sub_ = sub.add_parser("submit", help="submit a bench job over whole super nodes")
+    bench_schedule.add_job_options(sub_)
+    sub_.add_argument("--dry-run", action="store_true", help="print the script; submit nothing")
+    sub_.add_argument("--parsable", action="store_true", help="print the job id only")
+    sub_.add_argument("-W", "--wait", action="store_true", help="wait for the job to end")
+    sched = sub.add_parser("schedule", help="nightly bench: install, list, remove")
+    bench_schedule.add_schedule_arguments(sched)
+
+
+def _run_arguments(run: argparse.ArgumentParser) -> None:
+    """``snrun bench run``: what to measure and where the results go."""
     run.add_argument("--collectives", default="all", help="comma list or 'all' (default)")
     run.add_argument(
         "--scopes",
@@ -71,7 +86,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--db", metavar="PATH", help="append the run to this results database")
     run.add_argument("--quiet", action="store_true", help="no table on stdout")
 
-    rep = sub.add_parser("report", help="latest runs against the rolling baseline")
+
+def _report_arguments(rep: argparse.ArgumentParser) -> None:
+    """``snrun bench report``: the database, thresholds and output files."""
     rep.add_argument(
         "--db", metavar="PATH", help="results database (default $SNRUN_BENCH_DB, else the site's)"
     )
@@ -95,16 +112,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     rep.add_argument("--html", metavar="OUT", help="write an HTML page with plots")
     rep.add_argument("--prom", metavar="OUT", help="write a Prometheus textfile")
     rep.add_argument("--json", metavar="OUT", help="write the comparisons as JSON")
-
-    from slurm_supernode.cli import bench_schedule
-
-    sub_ = sub.add_parser("submit", help="submit a bench job over whole super nodes")
-    bench_schedule.add_job_options(sub_)
-    sub_.add_argument("--dry-run", action="store_true", help="print the script; submit nothing")
-    sub_.add_argument("--parsable", action="store_true", help="print the job id only")
-    sub_.add_argument("-W", "--wait", action="store_true", help="wait for the job to end")
-    sched = sub.add_parser("schedule", help="nightly bench: install, list, remove")
-    bench_schedule.add_schedule_arguments(sched)
 
 
 def run(args: argparse.Namespace) -> int:
