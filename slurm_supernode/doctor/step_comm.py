@@ -108,46 +108,8 @@ def bisect_pairs(
 def cross_step(site: Site, facts: DoctorFacts, cfg: DoctorSettings) -> list[Finding]:
     results = facts.bench.group_results if facts.bench else ()
     host_of = {r.rank: r.host for r in facts.ranks}
-    out: list[Finding] = []
     plain, shifted = largest(results, "pairs"), largest(results, "pairs_shift")
-    if not plain:
-        out.append(Finding("cross", "pairs", SKIP, "one node per super node: no node pairs"))
-    else:
-        found, _ = _scope_findings("cross", "pairs", plain + shifted, host_of, cfg, "node pairs")
-        out += found
-        culprits, pairs = bisect_pairs(plain, shifted, host_of, cfg.slow_pct)
-        med = statistics.median(g.busbw for g in plain + shifted)
-        for host in culprits:
-            figures = ", ".join(
-                f"{'+'.join(group_hosts(g.ranks, host_of))} {g.busbw:.2f}"
-                for g in plain + shifted
-                if host in group_hosts(g.ranks, host_of)
-            )
-            out.append(
-                Finding(
-                    "cross",
-                    "slow-node",
-                    CRITICAL,
-                    f"{host} is slow in both pairings: {figures} GB/s (median of pairs {med:.2f})",
-                    where=host,
-                    expected=f"within {cfg.slow_pct:g}% of the median",
-                    next=f"drain {host} and rerun; on it: snrun health --allreduce, "
-                    "ibstat / nvidia-smi nvlink -s, dmesg",
-                )
-            )
-        for pair in pairs:
-            out.append(
-                Finding(
-                    "cross",
-                    "slow-pair",
-                    CRITICAL,
-                    f"the pair {'+'.join(pair)} is slow in one pairing only: the "
-                    "link between them, or a node the other pairing did not test",
-                    where=",".join(pair),
-                    expected=f"within {cfg.slow_pct:g}% of the median",
-                    next="cables/ports of both nodes; rerun with --nodes on them",
-                )
-            )
+    out = _pair_findings(plain, shifted, host_of, cfg)
     for scope, what in (("supernode", "super nodes"), ("inter", "cross-super-node groups")):
         groups = largest(results, scope)
         if not groups:
@@ -156,22 +118,80 @@ def cross_step(site: Site, facts: DoctorFacts, cfg: DoctorSettings) -> list[Find
                 reason = "super nodes unknown or of one node"
             out.append(Finding("cross", scope, SKIP, f"{reason}: nothing to measure"))
             continue
-        found, slow = _scope_findings("cross", scope, groups, host_of, cfg, what)
-        out += found
-        med = statistics.median(g.busbw for g in groups)
-        for g in slow:
-            hosts = group_hosts(g.ranks, host_of)
-            sns = sorted({r.supernode for r in facts.ranks if r.rank in g.ranks})
-            label = ",".join(sns) if scope == "supernode" else hosts_text(hosts)
-            out.append(
-                Finding(
-                    "cross",
-                    scope,
-                    CRITICAL,
-                    f"{label}: {g.busbw:.2f} GB/s busbw (median {med:.2f})",
-                    where=label,
-                    expected=f"within {cfg.slow_pct:g}% of the median",
-                    next="see the slow-node / slow-pair lines; rerun with --nodes on this group",
-                )
+        out += _group_findings(scope, what, groups, facts, host_of, cfg)
+    return out
+
+
+def _pair_findings(
+    plain: list[GroupResult],
+    shifted: list[GroupResult],
+    host_of: dict[int, str],
+    cfg: DoctorSettings,
+) -> list[Finding]:
+    """Node pairs in two pairings: a node slow in both is named, else the pair."""
+    if not plain:
+        return [Finding("cross", "pairs", SKIP, "one node per super node: no node pairs")]
+    out, _ = _scope_findings("cross", "pairs", plain + shifted, host_of, cfg, "node pairs")
+    culprits, pairs = bisect_pairs(plain, shifted, host_of, cfg.slow_pct)
+    med = statistics.median(g.busbw for g in plain + shifted)
+    for host in culprits:
+        figures = ", ".join(
+            f"{'+'.join(group_hosts(g.ranks, host_of))} {g.busbw:.2f}"
+            for g in plain + shifted
+            if host in group_hosts(g.ranks, host_of)
+        )
+        out.append(
+            Finding(
+                "cross",
+                "slow-node",
+                CRITICAL,
+                f"{host} is slow in both pairings: {figures} GB/s (median of pairs {med:.2f})",
+                where=host,
+                expected=f"within {cfg.slow_pct:g}% of the median",
+                next=f"drain {host} and rerun; on it: snrun health --allreduce, "
+                "ibstat / nvidia-smi nvlink -s, dmesg",
             )
+        )
+    for pair in pairs:
+        out.append(
+            Finding(
+                "cross",
+                "slow-pair",
+                CRITICAL,
+                f"the pair {'+'.join(pair)} is slow in one pairing only: the "
+                "link between them, or a node the other pairing did not test",
+                where=",".join(pair),
+                expected=f"within {cfg.slow_pct:g}% of the median",
+                next="cables/ports of both nodes; rerun with --nodes on them",
+            )
+        )
+    return out
+
+
+def _group_findings(
+    scope: str,
+    what: str,
+    groups: list[GroupResult],
+    facts: DoctorFacts,
+    host_of: dict[int, str],
+    cfg: DoctorSettings,
+) -> list[Finding]:
+    """Super nodes or cross-super-node groups against their peers."""
+    out, slow = _scope_findings("cross", scope, groups, host_of, cfg, what)
+    med = statistics.median(g.busbw for g in groups)
+    for g in slow:
+        hosts = group_hosts(g.ranks, host_of)
+        sns = sorted({r.supernode for r in facts.ranks if r.rank in g.ranks})
+        label = ",".join(sns) if scope == "supernode" else hosts_text(hosts)
+        out.append(
+            Finding(
+                "cross",
+                scope,
+                CRITICAL,
+                f"{label}: {g.busbw:.2f} GB/s busbw (median {med:.2f})",
+                where=label,
+                expected=f"within {cfg.slow_pct:g}% of the median",
+                next="see the slow-node / slow-pair lines; rerun with --nodes on this group",
+            )
+        )
     return out
