@@ -100,38 +100,49 @@ def _compute_findings(site: Site, facts: DoctorFacts, cfg: DoctorSettings) -> li
         else (f"within {cfg.slow_pct:g}% of the other devices")
     )
     if not devs:
-        what = (
-            "NPUs: no compute check for Ascend yet"
-            if site.vendor == "ascend"
-            else (f"no GPUs: torch sees no CUDA device on any node (backend {facts.backend})")
-        )
-        return [
-            Finding(
-                "device",
-                "compute",
-                UNKNOWN,
-                what + "; compute check skipped",
-                expected=expected,
-                next="nvidia-smi on a node; is the driver loaded? torch.cuda.is_available()",
-            )
-        ]
+        return [_no_devices(site, facts, expected)]
     out = []
-    broken = [(r, d) for r, d in devs if d.error or d.tflops is None]
-    for r, d in broken:
-        out.append(
-            Finding(
-                "device",
-                "compute",
-                CRITICAL,
-                f"rank {r.rank} (GPU {d.index}): {d.error or 'no figure'}",
-                expected=expected,
-                where=r.host,
-                next="nvidia-smi -q on the node; snrun health --allreduce",
+    for r, d in devs:
+        if d.error or d.tflops is None:
+            out.append(
+                Finding(
+                    "device",
+                    "compute",
+                    CRITICAL,
+                    f"rank {r.rank} (GPU {d.index}): {d.error or 'no figure'}",
+                    expected=expected,
+                    where=r.host,
+                    next="nvidia-smi -q on the node; snrun health --allreduce",
+                )
             )
-        )
     rates = [(r, d) for r, d in devs if d.tflops is not None and not d.error]
-    if not rates:
-        return out
+    if rates:
+        out += _rate_findings(facts, rates, cfg, expected)
+    return out
+
+
+def _no_devices(site: Site, facts: DoctorFacts, expected: str) -> Finding:
+    """No device ran the compute check: why, in words."""
+    what = (
+        "NPUs: no compute check for Ascend yet"
+        if site.vendor == "ascend"
+        else (f"no GPUs: torch sees no CUDA device on any node (backend {facts.backend})")
+    )
+    return Finding(
+        "device",
+        "compute",
+        UNKNOWN,
+        what + "; compute check skipped",
+        expected=expected,
+        next="nvidia-smi on a node; is the driver loaded? torch.cuda.is_available()",
+    )
+
+
+def _rate_findings(
+    facts: DoctorFacts, rates: list, cfg: DoctorSettings, expected: str
+) -> list[Finding]:
+    """Devices below the floor or their peers' median, and one summary line."""
+    out = []
     median = statistics.median(d.tflops for _, d in rates)
     low = [
         (r, d)
