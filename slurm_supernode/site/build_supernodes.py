@@ -308,41 +308,7 @@ class SupernodeBuilder(NodeReader):
         else:
             self.src.sn_unnamed.add(i)
         self.src.sn_name[i] = r["name_loc"]
-        if "nodes" in m and "racks" in m:
-            self.err(m["racks"][0], f"{what} has both nodes and racks", "use one of them")
-            self.src.sn_broken.add(i)
-        elif "nodes" in m:
-            vnode = m["nodes"][1]
-            self.src.sn_nodes[i] = self.loc(vnode)
-            hosts = self.hostlist(vnode, f"{what} nodes")
-            if hosts is None:
-                self.src.sn_broken.add(i)
-            loc = self.loc(vnode)
-            r["hosts"] = [(h, None, None, loc) for h in hosts or ()]
-        elif "racks" in m:
-            self.src.sn_nodes[i] = self.loc(m["racks"][1])
-            racks = self.seq(m["racks"][1], f"{what} racks")
-            if racks is None:
-                self.src.sn_broken.add(i)
-            for k, rack in enumerate(racks or []):
-                rm = self.mapping(rack, f"{what} racks[{k}]", ("name", "nodes"), ("name", "nodes"))
-                if not rm or "name" not in rm or "nodes" not in rm:
-                    self.src.sn_broken.add(i)
-                    continue
-                rname = self.text(rm["name"][1], "rack name")
-                hosts = self.hostlist(rm["nodes"][1], f"{what} rack {rname!r} nodes")
-                if hosts is None:
-                    self.src.sn_broken.add(i)
-                loc = self.loc(rm["nodes"][1])
-                r["hosts"] += [(h, rname, s, loc) for s, h in enumerate(hosts or ())]
-        else:
-            if not {(id(item), "nodes"), (id(item), "racks")} & self.suggested:
-                self.err(
-                    item,
-                    f"{what} is missing required key 'nodes' (or 'racks')",
-                    "e.g. nodes: gb[001-018]",
-                )
-            self.src.sn_broken.add(i)
+        r["hosts"] = self._supernode_hosts(item, m, i, what)
         if "super_pod_id" in m:
             r["pod"] = self.integer(m["super_pod_id"][1], f"{what}.super_pod_id", 0)
             self.src.sn_pod[i] = self.loc(m["super_pod_id"][1])
@@ -368,6 +334,47 @@ class SupernodeBuilder(NodeReader):
             if src and src.explicit:
                 self._known(list(src.explicit), own, src.node, f"super node {r['name']!r}")
         return r
+
+    def _supernode_hosts(self, item: yaml.Node, m: dict, i: int, what: str) -> list[tuple]:
+        """The super node's hosts as (host, rack, slot, loc), from ``nodes`` or ``racks``."""
+        if "nodes" in m and "racks" in m:
+            self.err(m["racks"][0], f"{what} has both nodes and racks", "use one of them")
+            self.src.sn_broken.add(i)
+        elif "nodes" in m:
+            vnode = m["nodes"][1]
+            self.src.sn_nodes[i] = self.loc(vnode)
+            hosts = self.hostlist(vnode, f"{what} nodes")
+            if hosts is None:
+                self.src.sn_broken.add(i)
+            loc = self.loc(vnode)
+            return [(h, None, None, loc) for h in hosts or ()]
+        elif "racks" in m:
+            out: list[tuple] = []
+            self.src.sn_nodes[i] = self.loc(m["racks"][1])
+            racks = self.seq(m["racks"][1], f"{what} racks")
+            if racks is None:
+                self.src.sn_broken.add(i)
+            for k, rack in enumerate(racks or []):
+                rm = self.mapping(rack, f"{what} racks[{k}]", ("name", "nodes"), ("name", "nodes"))
+                if not rm or "name" not in rm or "nodes" not in rm:
+                    self.src.sn_broken.add(i)
+                    continue
+                rname = self.text(rm["name"][1], "rack name")
+                hosts = self.hostlist(rm["nodes"][1], f"{what} rack {rname!r} nodes")
+                if hosts is None:
+                    self.src.sn_broken.add(i)
+                loc = self.loc(rm["nodes"][1])
+                out += [(h, rname, s, loc) for s, h in enumerate(hosts or ())]
+            return out
+        else:
+            if not {(id(item), "nodes"), (id(item), "racks")} & self.suggested:
+                self.err(
+                    item,
+                    f"{what} is missing required key 'nodes' (or 'racks')",
+                    "e.g. nodes: gb[001-018]",
+                )
+            self.src.sn_broken.add(i)
+        return []
 
     def _known(
         self,
