@@ -143,6 +143,27 @@ def _check_device(
         if did in dev_ids:
             problems.append(f"{where}: device_id {did} twice on one server")
         dev_ids.add(did)
+    _check_addresses(scan, i, where, dev, host_ports)
+    rid = _uint(dev.get("rank_id"))
+    if rid is None:
+        if dev.get("rank_id") not in (None, ""):
+            problems.append(f"{where}: rank_id {dev.get('rank_id')!r} is not an integer")
+    else:
+        scan.rank_ids.append(rid)
+        scan.rank_server[rid] = i
+    if scan.v12 and dev.get("super_device_id") not in (None, ""):
+        sd = _uint(dev.get("super_device_id"))
+        if sd is None or sd > 0xFFFFFFFF:
+            problems.append(f"{where}: super_device_id {dev.get('super_device_id')!r} is not a u32")
+        else:
+            scan.sdid_by_server.setdefault(sid, []).append((where, sd))
+
+
+def _check_addresses(
+    scan: _Scan, i: int, where: str, dev: Mapping[str, Any], host_ports: dict[str, str]
+) -> None:
+    """A device's IP, ports and backup NIC: well formed and not used twice."""
+    problems = scan.problems
     ip = dev.get("device_ip")
     if ip in (None, ""):
         scan.without_ip += 1
@@ -174,19 +195,6 @@ def _check_device(
         else:
             scan.backup_ips[bip] = where
             scan.backups.append((where, i, bip, dev.get("backup_device_port")))
-    rid = _uint(dev.get("rank_id"))
-    if rid is None:
-        if dev.get("rank_id") not in (None, ""):
-            problems.append(f"{where}: rank_id {dev.get('rank_id')!r} is not an integer")
-    else:
-        scan.rank_ids.append(rid)
-        scan.rank_server[rid] = i
-    if scan.v12 and dev.get("super_device_id") not in (None, ""):
-        sd = _uint(dev.get("super_device_id"))
-        if sd is None or sd > 0xFFFFFFFF:
-            problems.append(f"{where}: super_device_id {dev.get('super_device_id')!r} is not a u32")
-        else:
-            scan.sdid_by_server.setdefault(sid, []).append((where, sd))
 
 
 def _check_ranks(scan: _Scan) -> None:

@@ -76,42 +76,50 @@ class SettingsBuilder(NodeReader):
             if fmt is not None and self._check_format(m["feature_format"][1], fmt, ("name",)):
                 kw["feature_format"] = fmt
         if "supernode_partitions" in m:
-            parts = self.str_list(m["supernode_partitions"][1], "slurm.supernode_partitions")
-            for part in parts or ():
-                why = slurm_value_problem(part, ",:")
-                if why:
-                    self.err(
-                        m["supernode_partitions"][1],
-                        f"slurm.supernode_partitions item {short_repr(part)} {why}",
-                        "partition names are single words",
-                    )
-                    parts = None
-                    break
+            parts = self._partitions(m["supernode_partitions"][1])
             if parts is not None:
                 kw["supernode_partitions"] = parts
         if "node_options" in m:
-            opts = self.mapping(m["node_options"][1], "slurm.node_options", None)
-            pairs = []
-            for key, (knode, vnode) in (opts or {}).items():
-                if key in RESERVED_NODE_OPTIONS:
-                    self.err(
-                        knode,
-                        f"slurm.node_options may not set {key}",
-                        "snrun writes it from node_defaults / super nodes / --node-port-base",
-                    )
-                    continue
-                if not (key.isascii() and key.isalnum()):
-                    self.err(
-                        knode,
-                        f"bad NodeName attribute {short_repr(key)}",
-                        "e.g. NodeAddr, Weight",
-                    )
-                    continue
-                value = self.slurm_value(vnode, f"slurm.node_options.{key}")
-                if value is not None:
-                    pairs.append((key, value))
-            kw["node_options"] = tuple(pairs)
+            kw["node_options"] = self._node_options(m["node_options"][1])
         return SlurmSettings(**kw)
+
+    def _partitions(self, node: yaml.Node) -> tuple[str, ...] | None:
+        """slurm.supernode_partitions: plain partition names (None when one is not)."""
+        parts = self.str_list(node, "slurm.supernode_partitions")
+        for part in parts or ():
+            why = slurm_value_problem(part, ",:")
+            if why:
+                self.err(
+                    node,
+                    f"slurm.supernode_partitions item {short_repr(part)} {why}",
+                    "partition names are single words",
+                )
+                return None
+        return parts
+
+    def _node_options(self, node: yaml.Node) -> tuple[tuple[str, str], ...]:
+        """slurm.node_options: NodeName attributes snrun does not write itself."""
+        opts = self.mapping(node, "slurm.node_options", None)
+        pairs = []
+        for key, (knode, vnode) in (opts or {}).items():
+            if key in RESERVED_NODE_OPTIONS:
+                self.err(
+                    knode,
+                    f"slurm.node_options may not set {key}",
+                    "snrun writes it from node_defaults / super nodes / --node-port-base",
+                )
+                continue
+            if not (key.isascii() and key.isalnum()):
+                self.err(
+                    knode,
+                    f"bad NodeName attribute {short_repr(key)}",
+                    "e.g. NodeAddr, Weight",
+                )
+                continue
+            value = self.slurm_value(vnode, f"slurm.node_options.{key}")
+            if value is not None:
+                pairs.append((key, value))
+        return tuple(pairs)
 
     def _check_format(self, node: yaml.Node, fmt: str, fields: tuple[str, ...]) -> bool:
         try:
