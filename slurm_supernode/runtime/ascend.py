@@ -139,6 +139,23 @@ def _first_line(text: str) -> str:
     return next((line.strip() for line in text.splitlines() if line.strip()), "no output")
 
 
+def _npu_mapping(
+    npu_smi: str | None, wanted: list[int], run: Runner
+) -> tuple[dict[int, tuple[int, int]], str | None]:
+    """npu-smi's device -> (NPU id, chip id) map, and why SDIDs cannot be read (None: they
+    may be)."""
+    if npu_smi is None:
+        return {}, "npu-smi not found"
+    code, out = run([npu_smi, "info", "-m"])
+    mapping = parse_npu_mapping(out) if code == 0 else {}
+    if not mapping:
+        return mapping, f"npu-smi info -m: {_first_line(out)}"
+    missing = [d for d in wanted if d not in mapping]
+    if missing:
+        return mapping, f"npu-smi info -m lists no device {','.join(map(str, missing))}"
+    return mapping, None
+
+
 def read_node_facts(
     hostname: str,
     devices: Iterable[int],
@@ -153,19 +170,8 @@ def read_node_facts(
     wanted = sorted(set(devices))
     npu_smi = find_tool("npu-smi", NPU_SMI_DIRS, environ)
     hccn_tool = find_tool("hccn_tool", HCCN_TOOL_DIRS, environ)
-    sdid_note: str | None = None
+    mapping, sdid_note = _npu_mapping(npu_smi, wanted, run)
     unsupported = False
-    mapping: dict[int, tuple[int, int]] = {}
-    if npu_smi is None:
-        sdid_note = "npu-smi not found"
-    else:
-        code, out = run([npu_smi, "info", "-m"])
-        mapping = parse_npu_mapping(out) if code == 0 else {}
-        if not mapping:
-            sdid_note = f"npu-smi info -m: {_first_line(out)}"
-    missing = [d for d in wanted if d not in mapping]
-    if mapping and missing:
-        sdid_note = f"npu-smi info -m lists no device {','.join(map(str, missing))}"
 
     def spod(d: int) -> tuple[int | None, str | None, int | None, str | None]:
         if npu_smi is None or d not in mapping:
