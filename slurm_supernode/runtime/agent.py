@@ -14,9 +14,10 @@ import dataclasses
 import json
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from slurm_supernode.errors import JobError, SnrunError
 from slurm_supernode.forensics.env import forensics_env, installed_torch
@@ -49,6 +50,45 @@ class AgentLaunch:
     devices: tuple[int, ...]
 
 
+def _visible_devices(env: dict[str, str], vendor: str, visible: Sequence[int]) -> None:
+    """The node's devices for its ranks, by the vendor's variable."""
+    devices = ",".join(str(d) for d in visible)
+    if vendor == "ascend":
+        env["ASCEND_RT_VISIBLE_DEVICES"] = devices
+    else:
+        # Device ids in the site are nvidia-smi's (PCI bus order), not CUDA's default order.
+        env.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
+        env["CUDA_VISIBLE_DEVICES"] = devices
+
+
+def _module_from_snapshot(env: dict[str, str], snap: Mapping[str, Any]) -> None:
+    """A ``-m`` module runs from the job's code snapshot, not the live working directory."""
+    if snap.get("module"):
+        # `python -m` would put the live working directory first on sys.path: the module is
+        # found in the job's code snapshot instead (PYTHONSAFEPATH: Python >= 3.11).
+        paths = [snap["dir"], *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]]
+        env["PYTHONPATH"] = os.pathsep.join(paths)
+        env["PYTHONSAFEPATH"] = "1"
+
+
+def _fork_options(env: dict[str, str], inputs: JobInputs, program: list[str]) -> list[str]:
+    """torchrun's options for workers forked from it (``--fork-workers``); ``program[0]``
+    becomes absolute."""
+    if not inputs.fork_workers:
+        return []
+    # torchrun's --run-path runs the script by runpy in workers forked from torchrun itself
+    # (torch already imported there); it wants an absolute path. Unbuffered output, as
+    # torchrun's `python -u` would give spawned workers.
+    fork = ["--run-path", "--start-method=fork"]
+    program[0] = os.path.join(inputs.workdir or os.getcwd(), program[0])
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    # torchrun asks torch.cuda.is_available(); by default that initialises CUDA in torchrun
+    # and a forked worker then refuses CUDA ("Cannot re-initialize CUDA in forked
+    # subprocess", seen on H200). The NVML-based check leaves CUDA untouched.
+    env.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
+    return fork
+
+
 def plan_agent_launch(
     inputs: JobInputs,
     site: Site,
@@ -70,13 +110,7 @@ def plan_agent_launch(
         raise JobError(f"node {hostname} is not part of the rank map") from None
     env = dict(environ)
     env.setdefault("OMP_NUM_THREADS", "1")  # what torchrun would set, without its warning
-    devices = ",".join(str(d) for d in node.visible_devices)
-    if site.vendor == "ascend":
-        env["ASCEND_RT_VISIBLE_DEVICES"] = devices
-    else:
-        # Device ids in the site are nvidia-smi's (PCI bus order), not CUDA's default order.
-        env.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
-        env["CUDA_VISIBLE_DEVICES"] = devices
+    _visible_devices(env, site.vendor, node.visible_devices)
     port = master_port_override or master_port(job_id, attempt)
     master = rank_map.master.hostname
     env.update(
@@ -91,25 +125,8 @@ def plan_agent_launch(
     )
     python = inputs.python or sys.executable
     program = list(inputs.program_argv)
-    snap = inputs.snapshot or {}
-    if snap.get("module"):
-        # `python -m` would put the live working directory first on sys.path: the module is
-        # found in the job's code snapshot instead (PYTHONSAFEPATH: Python >= 3.11).
-        paths = [snap["dir"], *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]]
-        env["PYTHONPATH"] = os.pathsep.join(paths)
-        env["PYTHONSAFEPATH"] = "1"
-    fork: list[str] = []
-    if inputs.fork_workers:
-        # torchrun's --run-path runs the script by runpy in workers forked from torchrun itself
-        # (torch already imported there); it wants an absolute path. Unbuffered output, as
-        # torchrun's `python -u` would give spawned workers.
-        fork = ["--run-path", "--start-method=fork"]
-        program[0] = os.path.join(inputs.workdir or os.getcwd(), program[0])
-        env.setdefault("PYTHONUNBUFFERED", "1")
-        # torchrun asks torch.cuda.is_available(); by default that initialises CUDA in torchrun
-        # and a forked worker then refuses CUDA ("Cannot re-initialize CUDA in forked
-        # subprocess", seen on H200). The NVML-based check leaves CUDA untouched.
-        env.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
+    _module_from_snapshot(env, inputs.snapshot or {})
+    fork = _fork_options(env, inputs, program)
     logs: list[str] = []
     if log_dir:
         # Per-rank stdout/stderr files and torchelastic error files in the job directory
