@@ -157,6 +157,48 @@ def plan_agent_launch(
     )
 
 
+def _add_rank_table(
+    launch: AgentLaunch,
+    job_dir: Path,
+    site: Site,
+    rank_map: RankMap,
+    hostname: str,
+    environ: Mapping[str, str],
+    job_id: int,
+    attempt: int,
+) -> None:
+    """Ascend: the job's HCCL rank table (built with the other nodes) in the ranks' env."""
+    try:
+        launch.env.update(
+            ascend_rank_table(job_dir, site, rank_map, hostname, environ, job_id, attempt)
+        )
+    except SnrunError as exc:
+        # before torchrun: one line, and a node_exit so the supervisor sees a failed
+        # start on every node (not nodes that never reported)
+        from slurm_supernode.runtime import ledger
+
+        ledger.append(
+            job_dir,
+            "node_exit",
+            attempt=attempt,
+            job_id=job_id,
+            node=hostname,
+            exit_code=exc.exit_code,
+            error=str(exc),
+        )
+        raise
+
+
+def _record_launch(launch: AgentLaunch, job_dir: Path, hostname: str, attempt: int) -> None:
+    """env/<node>.<attempt>.json: the command and the variables worth keeping (snrun logs
+    and status map local ranks to global ones with it)."""
+    keep = {k: v for k, v in launch.env.items() if k.startswith(_KEEP_PREFIXES)}
+    write_json_atomic(
+        job_dir / "env" / f"{hostname}.{attempt}.json",
+        {"argv": launch.argv, "node_rank": launch.node_rank, "env": keep},
+    )
+
+
 def run_agent(
     job_dir: Path,
     environ: Mapping[str, str] | None = None,
@@ -194,30 +236,8 @@ def run_agent(
         log_dir=str(node_log_dir(job_dir, attempt, hostname)),
     )
     if site.vendor == "ascend":
-        try:
-            launch.env.update(
-                ascend_rank_table(job_dir, site, rank_map, hostname, environ, job_id, attempt)
-            )
-        except SnrunError as exc:
-            # before torchrun: one line, and a node_exit so the supervisor sees a failed
-            # start on every node (not nodes that never reported)
-            from slurm_supernode.runtime import ledger
-
-            ledger.append(
-                job_dir,
-                "node_exit",
-                attempt=attempt,
-                job_id=job_id,
-                node=hostname,
-                exit_code=exc.exit_code,
-                error=str(exc),
-            )
-            raise
-    keep = {k: v for k, v in launch.env.items() if k.startswith(_KEEP_PREFIXES)}
-    write_json_atomic(
-        job_dir / "env" / f"{hostname}.{attempt}.json",
-        {"argv": launch.argv, "node_rank": launch.node_rank, "env": keep},
-    )
+        _add_rank_table(launch, job_dir, site, rank_map, hostname, environ, job_id, attempt)
+    _record_launch(launch, job_dir, hostname, attempt)
     os.chdir(inputs.workdir or os.getcwd())
     cpu_mark = node_log_dir(job_dir, attempt, hostname) / "cpu"  # progress for hang detection
     code, stderr_tail = run_child(
