@@ -27,7 +27,7 @@ SIZES = (
 
 
 def add_layout_arguments(g: argparse._ActionsContainer) -> None:
-    """--tp --cp --ep --pp --etp --framework --order --use-tp-pp-dp-mapping."""
+    """--tp --cp --ep --pp --etp --dp-replicate --framework --order --use-tp-pp-dp-mapping."""
     for dim, text in SIZES:
         g.add_argument(
             f"--{dim}", type=positive, default=1, metavar="N", help=f"{text} (default 1)"
@@ -37,7 +37,15 @@ def add_layout_arguments(g: argparse._ActionsContainer) -> None:
         type=positive,
         metavar="N",
         help="expert tensor parallel size (--expert-tensor-parallel-size); default: the "
-        "framework's (megatron: tp; torchtitan: 1, and tp without EP)",
+        "framework's (megatron: tp; torchtitan has none: 1 with EP, tp without)",
+    )
+    g.add_argument(
+        "--dp-replicate",
+        type=positive,
+        default=1,
+        metavar="N",
+        help="torchtitan's data_parallel_replicate_degree (HSDP: dp = dp_replicate x dp_shard, "
+        "dp_shard inferred as torchtitan's -1 does); default 1; --framework torchtitan only",
     )
     g.add_argument(
         "--framework",
@@ -68,6 +76,13 @@ def layout_from_args(ns: argparse.Namespace) -> Layout:
                 hint="give one of the two",
             )
         order = TP_PP_DP_ORDER
+    if ns.dp_replicate != 1 and ns.framework != "torchtitan":
+        raise InputError(
+            f"--dp-replicate {ns.dp_replicate} is torchtitan's HSDP degree; "
+            f"--framework {ns.framework} has no such option",
+            where="--dp-replicate",
+            hint="add --framework torchtitan, or drop --dp-replicate",
+        )
     return Layout(
         tp=ns.tp,
         cp=ns.cp,
@@ -76,4 +91,5 @@ def layout_from_args(ns: argparse.Namespace) -> Layout:
         etp=ns.etp,
         order=order or DEFAULT_ORDER,
         framework=ns.framework,
+        dp_replicate=ns.dp_replicate,
     )

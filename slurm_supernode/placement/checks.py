@@ -18,11 +18,11 @@ from slurm_supernode.placement import layout as grids
 from slurm_supernode.placement.model import (
     DEFAULT_FRAMEWORK,
     DEFAULT_ORDER,
-    GROUP_DIMS,
     Check,
     Layout,
     RankList,
     RankMap,
+    group_dims,
 )
 from slurm_supernode.site.model import LINK_LEVELS, Site
 
@@ -56,14 +56,24 @@ def layout_problem(
     etp: int | None = None,
     order: str = DEFAULT_ORDER,
     framework: str = DEFAULT_FRAMEWORK,
+    dp_replicate: int = 1,
 ) -> str | None:
     """Why the layout cannot run on ``world`` ranks of ``nproc`` per node; None if it can.
 
     snrun's placement rules (TP and ETP groups fit a node) first, then the framework's own
     assertions, worded as the framework words them (``layout.framework_problem``).
     """
-    lay = Layout(tp=tp, cp=cp, ep=ep, pp=pp, etp=etp, order=order, framework=framework)
-    for name in ("tp", "cp", "ep", "etp", "pp"):
+    lay = Layout(
+        tp=tp,
+        cp=cp,
+        ep=ep,
+        pp=pp,
+        etp=etp,
+        order=order,
+        framework=framework,
+        dp_replicate=dp_replicate,
+    )
+    for name in ("tp", "cp", "ep", "etp", "pp", "dp_replicate"):
         if lay.size(name) < 1:
             return f"{name}={lay.size(name)} must be at least 1"
     for name in ("tp", "etp"):
@@ -80,13 +90,15 @@ def layout_problem(
 
 
 def _search_dims(layout: Layout) -> tuple[str, ...]:
-    return PARALLEL_DIMS + (("etp",) if layout.etp is not None else ())
+    extra = ("etp",) if layout.etp is not None else ()
+    return PARALLEL_DIMS + extra + (("dp_replicate",) if layout.dp_replicate != 1 else ())
 
 
 def nearest_feasible(
     layout: Layout, world: int, nproc: int, limit: int = 3
 ) -> list[dict[str, int]]:
-    """Feasible (tp, cp, ep, pp[, etp]) closest to the request (log-distance), <= 2 changes."""
+    """Feasible (tp, cp, ep, pp[, etp, dp_replicate]) closest to the request (log-distance),
+    <= 2 changes."""
     dims = _search_dims(layout)
     want = {d: max(1, layout.size(d)) for d in dims}
     cands = {d: divisors(world) for d in dims}
@@ -106,6 +118,7 @@ def nearest_feasible(
             etp=choice.get("etp"),
             order=layout.order,
             framework=layout.framework,
+            dp_replicate=choice.get("dp_replicate", 1),
         )
         if problem is not None:
             return
@@ -152,6 +165,7 @@ def resolve_layout(layout: Layout, world: int, nproc: int) -> Layout:
         etp=layout.etp,
         order=layout.order,
         framework=layout.framework,
+        dp_replicate=layout.dp_replicate,
     )
     if problem:
         near = nearest_feasible(layout, world, nproc)
@@ -178,7 +192,8 @@ def span_counts(
 ) -> Counter[str]:
     """Spans computed from the node order alone (no rank list): the planner's search uses it.
 
-    ``dim`` is one group dimension (tp, cp, dp, pp, ep, etp, edp) or several on one grid
+    ``dim`` is one group dimension (tp, cp, dp, pp, ep, etp, edp; torchtitan's dp_shard,
+    dp_replicate, efsdp) or several on one grid
     ('dp-cp': Megatron's data-parallel group with context parallelism). ``sn_of[i]`` is the
     super node of node rank i. ``stop_at_inter`` returns as soon as one group crosses super
     nodes (enough to know the slowest level).
@@ -217,7 +232,7 @@ def span_counts(
 
 
 def all_spans(rm: RankMap) -> dict[str, Counter[str]]:
-    return {d: dim_spans(rm, d) for d in GROUP_DIMS}
+    return {d: dim_spans(rm, d) for d in group_dims(rm.layout.framework)}
 
 
 def slowest_level(spans: Counter[str]) -> str | None:
@@ -285,7 +300,7 @@ def run_checks(rm: RankMap, site: Site, spans: dict[str, Counter[str]] | None = 
         out += _tensor_checks(rm, site, dim, spans[dim])
     out.append(_divides_supernode(rm, site))
     out.append(_whole_supernodes(rm, site))
-    for dim in GROUP_DIMS:
+    for dim in group_dims(lay.framework):
         out.append(Check(f"span-{dim}", True, _span_detail(dim, rm, spans[dim])))
     return tuple(out)
 

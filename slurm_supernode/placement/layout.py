@@ -12,11 +12,15 @@ Megatron-LM passes ``tp-cp-ep-dp-pp``, or ``tp-cp-ep-pp-dp`` with ``--use-tp-pp-
 A group of some dimensions = the ranks whose other coordinates are equal; members are listed
 with the first dimension of the grid varying fastest, groups by their first rank.
 
-torchtitan (``ParallelDims.build_mesh``) unflattens the world into row-major meshes
-[pp, dp_replicate, dp_shard*cp, tp] (dense) and [pp, dp_replicate, dp_shard_in_ep, ep, tp]
-(experts; no tp axis when etp = 1): EP is carved out of dp_shard*cp (and tp when etp = 1),
-innermost after etp. In rank terms that is the same two grids in the default order; torchtitan
-has no order option and asserts etp in {tp, 1} and how ep divides cp, tp and dp_shard.
+torchtitan (``ParallelDims``, torchtitan/distributed/parallel_dims.py; the commit followed is
+named in docs/plan-schema.md) unflattens the world into row-major meshes, outermost first:
+  dense  (pp, dp_replicate, dp_shard, cp, tp)    dp_shard = W / (dp_replicate*cp*tp*pp)
+  expert (pp, dp_replicate, efsdp, ep)           efsdp = dp_shard*cp*tp / ep
+and validates only that the product is W and that ep divides dp_shard*cp*tp. In rank terms that
+is the same two grids in the default order, with etp = 1 (today's torchtitan has no expert
+tensor parallelism; without EP the experts follow the dense tp) and dp = dp_replicate*dp_shard,
+edp = dp_replicate*efsdp, dp_replicate the high digit of both (HSDP). torchtitan has no order
+option.
 """
 
 from __future__ import annotations
@@ -27,9 +31,9 @@ from slurm_supernode.placement.model import (
     DIMENSIONS,
     EXPERT_ONLY,
     FRAMEWORKS,
-    GROUP_DIMS,
     TP_PP_DP_ORDER,
     Layout,
+    group_dims,
 )
 
 _TO_EXPERT = {"tp": "etp", "ep": "ep", "dp": "edp", "pp": "pp"}
@@ -49,7 +53,8 @@ def parse_order(order: str) -> tuple[str, ...]:
 
 
 def grid_of(dim: str) -> str:
-    """'expert' for ep, etp, edp; 'dense' for tp, cp, dp, pp (pp groups are equal in both)."""
+    """'expert' for ep, etp, edp, efsdp; 'dense' for the others (pp and dp_replicate groups are
+    equal in both grids)."""
     return "expert" if dim in EXPERT_ONLY else "dense"
 
 
@@ -72,39 +77,62 @@ def strides(layout: Layout, which: str) -> dict[str, int]:
     return out
 
 
+# torchtitan's HSDP dims split one grid dimension's digit in two: (whole, sharded part); the
+# replicate part (dp_replicate, the same in both grids) is the high digit.
+_HSDP_SPLIT = {"dense": ("dp", "dp_shard"), "expert": ("edp", "efsdp")}
+
+
+def dim_shapes(layout: Layout, which: str) -> dict[str, tuple[int, int]]:
+    """(size, stride) of every group dimension of one grid, HSDP parts included (torchtitan)."""
+    st = strides(layout, which)
+    out = {d: (n, st[d]) for d, n in grid(layout, which)}
+    if layout.framework == "torchtitan":
+        whole, part = _HSDP_SPLIT[which]
+        out[part] = (layout.size(part), st[whole])
+        out["dp_replicate"] = (layout.dp_replicate, st[whole] * layout.size(part))
+    return out
+
+
 def all_strides(layout: Layout) -> dict[str, int]:
     """Stride of every group dimension (tp, cp, dp, pp from the dense grid, the rest expert)."""
-    dense, expert = strides(layout, "dense"), strides(layout, "expert")
-    return {d: (expert if d in EXPERT_ONLY else dense)[d] for d in GROUP_DIMS}
+    dense, expert = dim_shapes(layout, "dense"), dim_shapes(layout, "expert")
+    return {d: (expert if d in EXPERT_ONLY else dense)[d][1] for d in group_dims(layout.framework)}
+
+
+# group dims that cover the same digits: a group may name one of each pair, not both
+_OVERLAPS = (
+    {"dp", "dp_shard"},
+    {"dp", "dp_replicate"},
+    {"edp", "efsdp"},
+    {"edp", "dp_replicate"},
+)
 
 
 def group_shape(layout: Layout, dims: str) -> tuple[tuple[int, int], ...]:
     """((size, stride), ...) of a group of ``dims`` ('ep', 'dp-cp', ...), innermost first.
 
-    All dimensions of one group must live on one grid (pp is on both and taken from the
-    one its companions live on).
+    All dimensions of one group must live on one grid (pp and dp_replicate are on both and
+    taken from the one their companions live on).
     """
     names = dims.split("-")
-    unknown = [n for n in names if n not in GROUP_DIMS]
+    known = group_dims(layout.framework)
+    unknown = [n for n in names if n not in known]
     if unknown or len(set(names)) != len(names):
         raise PlacementError(
-            f"unknown group {dims!r}", where="group", hint="dimensions: " + ", ".join(GROUP_DIMS)
+            f"unknown group {dims!r}", where="group", hint="dimensions: " + ", ".join(known)
         )
     which = "expert" if any(n in EXPERT_ONLY for n in names) else "dense"
-    if which == "expert" and any(n in ("tp", "cp", "dp") for n in names):
+    if which == "expert" and any(n in ("tp", "cp", "dp", "dp_shard") for n in names):
         raise PlacementError(f"group {dims!r} mixes the dense and the expert grid", where="group")
-    st = strides(layout, which)
-    sizes = dict(grid(layout, which))
-    return tuple((sizes[n], st[n]) for n in st if n in names)  # grid order
+    if any(pair <= set(names) for pair in _OVERLAPS):
+        raise PlacementError(f"group {dims!r} names a dimension and its part", where="group")
+    shapes = dim_shapes(layout, which)
+    return tuple(sorted((shapes[n] for n in names), key=lambda ns: (ns[1], -ns[0])))
 
 
 def coords(rank: int, layout: Layout, which: str) -> dict[str, int]:
-    """Coordinates of one rank in one grid."""
-    out: dict[str, int] = {}
-    rest = rank
-    for dim, size in grid(layout, which):
-        rest, out[dim] = divmod(rest, size)
-    return out
+    """Coordinates of one rank in one grid (torchtitan: with the HSDP parts of dp / edp)."""
+    return {d: rank // s % n for d, (n, s) in dim_shapes(layout, which).items()}
 
 
 def groups(layout: Layout, dims: str, world: int | None = None) -> list[list[int]]:
@@ -114,7 +142,7 @@ def groups(layout: Layout, dims: str, world: int | None = None) -> list[list[int
     come out in rank order, so groups are ordered by first rank, as the frameworks list them.
     """
     world = layout.world_size if world is None else world
-    shape = group_shape(layout, dims)
+    shape = [(n, s) for n, s in group_shape(layout, dims) if n > 1]
     offsets = [0]
     for n, s in shape:  # innermost first: offsets[k] has the first dimension fastest
         offsets = [o + i * s for i in range(n) for o in offsets]
@@ -132,10 +160,15 @@ def framework_problem(layout: Layout, world: int) -> str | None:
     """The framework's own reason why ``layout`` cannot run on ``world`` ranks; None if it can."""
     if layout.framework not in FRAMEWORKS:
         return f"unknown framework {layout.framework!r} (one of {', '.join(FRAMEWORKS)})"
-    for name in ("tp", "cp", "ep", "etp", "pp"):
+    for name in ("tp", "cp", "ep", "etp", "pp", "dp_replicate"):
         if layout.size(name) < 1:
             return f"{name}={layout.size(name)} must be at least 1"
     if layout.framework == "megatron":
+        if layout.dp_replicate != 1:
+            return (
+                f"dp_replicate={layout.dp_replicate} is torchtitan's HSDP degree; Megatron-Core "
+                "has no such layout option"
+            )
         return _megatron_problem(layout, world)
     return _torchtitan_problem(layout, world)
 
@@ -171,32 +204,31 @@ def _megatron_problem(lay: Layout, world: int) -> str | None:
 
 
 def _torchtitan_problem(lay: Layout, world: int) -> str | None:
+    """``ParallelDims._validate`` (dp_shard = -1: inferred), after snrun's two inputs it has no
+    setting for: the order, and an etp other than the one torchtitan implies."""
     if lay.order != DEFAULT_ORDER:
         return (
             "torchtitan builds its meshes in one fixed order (pp, dp, cp, tp outermost first, "
             f"= {DEFAULT_ORDER}); --order {lay.order} is for --framework megatron"
         )
-    tp, cp, pp, ep, etp = lay.tp, lay.cp, lay.pp, lay.ep, lay.expert_tp
-    dp_shard = world // (cp * tp * pp)
-    if dp_shard < 1 or dp_shard * cp * tp * pp != world:
+    tp, cp, pp, ep, dp_replicate = lay.tp, lay.cp, lay.pp, lay.ep, lay.dp_replicate
+    if ep > 1 and lay.etp not in (None, 1):
         return (
-            f"torchtitan: invalid parallel dims: dp_replicate(1) * dp_shard({dp_shard}) * "
-            f"cp({cp}) * tp({tp}) * pp({pp}) != WORLD_SIZE({world})"
+            f"torchtitan has no expert tensor parallelism: with EP the experts are sharded "
+            f"over ep only (etp=1), here etp={lay.etp}"
         )
-    if ep > 1:
-        if etp not in (tp, 1):
-            return f"torchtitan: currently only ETP=TP or ETP=1 are supported (etp={etp}, tp={tp})"
-        if etp == tp and not (ep % cp == 0 and (dp_shard * cp) % ep == 0):
-            return (
-                f"torchtitan: with etp=tp, EP borrows all of cp and part of dp_shard: needs "
-                f"ep % cp == 0 and (dp_shard*cp) % ep == 0 (ep={ep}, cp={cp}, dp_shard={dp_shard})"
-            )
-        if etp == 1 and etp != tp and not (ep % (cp * tp) == 0 and (dp_shard * cp * tp) % ep == 0):
-            return (
-                "torchtitan: with etp=1, EP borrows all of cp and tp and part of dp_shard: needs "
-                f"ep % (cp*tp) == 0 and (dp_shard*cp*tp) % ep == 0 "
-                f"(ep={ep}, cp={cp}, tp={tp}, dp_shard={dp_shard})"
-            )
+    dp_shard = world // (dp_replicate * cp * tp * pp)
+    if dp_shard < 1 or dp_replicate * dp_shard * cp * tp * pp != world:
+        return (
+            f"torchtitan: Invalid parallel dims: dp_replicate({dp_replicate}) * "
+            f"dp_shard({dp_shard}) * cp({cp}) * tp({tp}) * pp({pp}) != WORLD_SIZE({world})"
+        )
+    sparse_region = dp_shard * cp * tp
+    if sparse_region % ep:
+        return (
+            f"torchtitan: expert_parallel_degree ({ep}) must divide "
+            f"dp_shard * cp * tp ({sparse_region})"
+        )
     return None
 
 
@@ -214,4 +246,5 @@ def derived(layout: Layout, world: int) -> Layout:
         etp=layout.expert_tp,
         edp=edp,
         framework=layout.framework,
+        dp_replicate=layout.dp_replicate,
     )

@@ -23,7 +23,15 @@ DENSE_DIMS = ("tp", "cp", "dp", "pp")
 EXPERT_DIMS = ("etp", "ep", "edp", "pp")
 # Every communication group a plan reports, in reporting order.
 GROUP_DIMS = ("tp", "cp", "dp", "pp", "ep", "etp", "edp")
-EXPERT_ONLY = frozenset({"ep", "etp", "edp"})  # dims that live on the expert grid only
+EXPERT_ONLY = frozenset({"ep", "etp", "edp", "efsdp"})  # dims that live on the expert grid only
+# torchtitan's data-parallel mesh dims (HSDP): dp = dp_replicate x dp_shard (dp_replicate
+# outermost), edp = dp_replicate x efsdp. They split dp and edp, so only torchtitan reports them.
+HSDP_DIMS = ("dp_shard", "dp_replicate", "efsdp")
+
+
+def group_dims(framework: str) -> tuple[str, ...]:
+    """The group dimensions a plan reports for ``framework``, in reporting order."""
+    return GROUP_DIMS + HSDP_DIMS if framework == "torchtitan" else GROUP_DIMS
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +41,8 @@ class Layout:
     ``dp`` is the dense data-parallel size W / (tp*cp*pp) and ``edp`` the expert one
     W / (etp*ep*pp): ``ep`` does not multiply into the world size, it is carved out of
     dp*cp (and tp when etp < tp), as in Megatron-Core and torchtitan. ``etp`` None means the
-    framework's default (``expert_tp``).
+    framework's default (``expert_tp``). ``dp_replicate`` is torchtitan's HSDP replicate degree
+    (``data_parallel_replicate_degree``): dp = dp_replicate * dp_shard; Megatron has none (1).
     Both derived sizes are filled in by ``checks.resolve_layout``.
     """
 
@@ -46,6 +55,7 @@ class Layout:
     etp: int | None = None
     edp: int = 1
     framework: str = DEFAULT_FRAMEWORK
+    dp_replicate: int = 1
 
     @property
     def expert_tp(self) -> int:
@@ -56,6 +66,18 @@ class Layout:
                 return self.tp
             return 1 if self.etp is None else self.etp
         return self.tp if self.etp is None else self.etp
+
+    @property
+    def dp_shard(self) -> int:
+        """torchtitan's dp_shard: the sharded part of dp (dp = dp_replicate * dp_shard)."""
+        return self.dp // self.dp_replicate
+
+    @property
+    def efsdp(self) -> int:
+        """torchtitan's efsdp: the sharded part of edp (edp = dp_replicate * efsdp); with EP
+        it is dp_shard*cp*tp/ep, without EP the experts shard like the dense weights
+        (dp_shard*cp)."""
+        return self.edp // self.dp_replicate
 
     def size(self, dim: str) -> int:
         if dim == "etp":
@@ -71,7 +93,7 @@ class Layout:
         return self.tp * self.cp * self.dp * self.pp
 
     def as_dict(self) -> dict[str, int | str]:
-        return {
+        out: dict[str, int | str] = {
             "framework": self.framework,
             "tp": self.tp,
             "cp": self.cp,
@@ -82,6 +104,9 @@ class Layout:
             "pp": self.pp,
             "order": self.order,
         }
+        if self.framework == "torchtitan":
+            out |= {d: self.size(d) for d in HSDP_DIMS}
+        return out
 
     @classmethod
     def from_dict(cls, d: dict) -> Layout:
@@ -94,6 +119,7 @@ class Layout:
             order=str(d.get("order", DEFAULT_ORDER)),
             etp=None if d.get("etp") is None else int(d["etp"]),
             framework=str(d.get("framework", DEFAULT_FRAMEWORK)),
+            dp_replicate=int(d.get("dp_replicate", 1)),
         )
 
 

@@ -22,11 +22,11 @@ from slurm_supernode.errors import InputError, PlacementError
 from slurm_supernode.placement import checks
 from slurm_supernode.placement import layout as grids
 from slurm_supernode.placement.model import (
-    GROUP_DIMS,
     Layout,
     NodePlacement,
     RankList,
     RankMap,
+    group_dims,
 )
 from slurm_supernode.site.model import Node, Site
 
@@ -68,12 +68,13 @@ def _fold(names: Sequence[str], limit: int = 200) -> str:
 
 
 def coords_of(rank: int, layout: Layout) -> dict[str, int]:
-    """Dense-grid coordinates (tp, cp, dp, pp) of one rank (same arithmetic as the full map)."""
+    """Dense-grid coordinates (tp, cp, dp, pp; torchtitan: dp_shard, dp_replicate too) of one
+    rank (same arithmetic as the full map)."""
     return grids.coords(rank, layout, "dense")
 
 
 def expert_coords_of(rank: int, layout: Layout) -> dict[str, int]:
-    """Expert-grid coordinates (etp, ep, edp, pp) of one rank."""
+    """Expert-grid coordinates (etp, ep, edp, pp; torchtitan: efsdp, dp_replicate too)."""
     return grids.coords(rank, layout, "expert")
 
 
@@ -99,14 +100,35 @@ def order_nodes(site: Site, names: list[str], physical: bool) -> list[Node]:
 # Which groups the packing keeps inside super nodes first: by the bytes they move (TP and
 # expert TP, then EP and CP, then DP and expert DP, then PP). docs/planner.md.
 PACK_PRIORITY = ("tp", "etp", "ep", "cp", "dp", "edp", "pp")
+# torchtitan (HSDP): the sharded parts of dp / edp gather and scatter whole parameters every
+# step, the replicas only all-reduce a 1/dp_shard slice: dp_shard and efsdp go before dp and
+# edp (with dp_replicate = 1 they are the same groups, and the order is PACK_PRIORITY's);
+# dp_replicate last, so the plan prints its minimum too
+HSDP_PACK_PRIORITY = (
+    "tp",
+    "etp",
+    "ep",
+    "cp",
+    "dp_shard",
+    "efsdp",
+    "dp",
+    "edp",
+    "pp",
+    "dp_replicate",
+)
+
+
+def pack_priority(layout: Layout) -> tuple[str, ...]:
+    """The packing's dimension order for ``layout``'s framework."""
+    return HSDP_PACK_PRIORITY if layout.framework == "torchtitan" else PACK_PRIORITY
 
 
 def pack_lines(layout: Layout) -> list:
-    """The layout's group dimensions as packing lines, in PACK_PRIORITY order."""
+    """The layout's group dimensions as packing lines, in ``pack_priority`` order."""
     from slurm_supernode.placement.packing import Line
 
     strides = grids.all_strides(layout)
-    return [Line(d, layout.size(d), strides[d]) for d in PACK_PRIORITY]
+    return [Line(d, layout.size(d), strides[d]) for d in pack_priority(layout)]
 
 
 def supernode_capacities(nodes: list[Node]) -> tuple[list[str], list[int]]:
@@ -245,16 +267,18 @@ def build_rank_map(
         nodes=rm.nodes,
         ranks=ranks,
         checks=found,
-        spans={d: dict(spans[d]) for d in GROUP_DIMS},
+        spans={d: dict(spans[d]) for d in group_dims(layout.framework)},
         crossing_min=best.per_dim if best else {},
         crossing_min_by=best.method if best else {},
     )
 
 
 def rank_list(nodes: tuple[NodePlacement, ...], layout: Layout, nproc: int) -> RankList:
-    """The ranks on ``nodes`` (node-rank order), consecutive ranks filling each node."""
-    dense = tuple((d, s, layout.size(d)) for d, s in grids.strides(layout, "dense").items())
-    expert = tuple((d, s, layout.size(d)) for d, s in grids.strides(layout, "expert").items())
+    """The ranks on ``nodes`` (node-rank order), consecutive ranks filling each node.
+
+    Coordinates: each grid's dimensions, then torchtitan's HSDP parts of dp / edp."""
+    dense = tuple((d, s, n) for d, (n, s) in grids.dim_shapes(layout, "dense").items())
+    expert = tuple((d, s, n) for d, (n, s) in grids.dim_shapes(layout, "expert").items())
     return RankList(nodes, nproc, dense, expert)
 
 
@@ -264,9 +288,10 @@ def group_ranks(rm: RankMap, dim: str) -> list[list[int]]:
     Each group in member order (the grid's first dimension fastest), groups by first rank:
     the lists Megatron-Core's ``RankGenerator.get_ranks`` returns, for ``new_group()``.
     """
+    known = group_dims(rm.layout.framework)
     for name in dim.split("-"):
-        if name not in GROUP_DIMS:
-            raise InputError(f"unknown dimension {name!r}; one of {', '.join(GROUP_DIMS)}")
+        if name not in known:
+            raise InputError(f"unknown dimension {name!r}; one of {', '.join(known)}")
     return grids.groups(rm.layout, dim, rm.world_size)
 
 
@@ -330,7 +355,7 @@ def _groups_json(rm: RankMap) -> dict:
     """
     strides = grids.all_strides(rm.layout)
     out = {}
-    for d in GROUP_DIMS:
+    for d in group_dims(rm.layout.framework):
         size = rm.layout.size(d)
         out[d] = {
             "grid": grids.grid_of(d),

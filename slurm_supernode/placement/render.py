@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from slurm_supernode.placement.model import GROUP_DIMS, RankMap
+from slurm_supernode.placement.model import RankMap, group_dims
 
 LAYOUT_KEYS = ("tp", "cp", "ep", "etp", "dp", "edp", "pp")
 
@@ -49,7 +49,12 @@ def render_plan(
         + (f" (site {site_name})" if site_name else ""),
         f"Layout ({lay.framework}, order {lay.order}, innermost first): "
         f"dense tp={lay.tp} cp={lay.cp} dp={lay.dp} pp={lay.pp}; "
-        f"expert etp={lay.expert_tp} ep={lay.ep} edp={lay.edp} pp={lay.pp}",
+        f"expert etp={lay.expert_tp} ep={lay.ep} edp={lay.edp} pp={lay.pp}"
+        + (
+            f"; HSDP dp_replicate={lay.dp_replicate} dp_shard={lay.dp_shard} efsdp={lay.efsdp}"
+            if lay.framework == "torchtitan"
+            else ""
+        ),
         "",
     ]
     nodes = list(rm.nodes)
@@ -82,7 +87,7 @@ def render_plan(
 
         strides = all_strides(lay)
         rows = []
-        for d in GROUP_DIMS:
+        for d in group_dims(lay.framework):
             sp = rm.spans.get(d, {})
             rows.append(
                 [
@@ -124,13 +129,14 @@ def _minimum_lines(rm: RankMap) -> list[str]:
     """Say what MIN-X-SN is, how it was found, and whether the map sits at it."""
     if not rm.crossing_min:
         return []
-    from slurm_supernode.placement.rankmap import PACK_PRIORITY
+    from slurm_supernode.placement.rankmap import pack_priority
 
-    talk = [d for d in PACK_PRIORITY if rm.layout.size(d) > 1]
+    priority = pack_priority(rm.layout)
+    talk = [d for d in priority if rm.layout.size(d) > 1]
     out = [
         "MIN-X-SN: the fewest groups crossing super nodes over every assignment of node ranks",
         "  to these nodes, each dimension given the ones before it at their minimum",
-        f"  ({', '.join(PACK_PRIORITY)}); X-NODE is fixed by nproc and layout (docs/planner.md)",
+        f"  ({', '.join(priority)}); X-NODE is fixed by nproc and layout (docs/planner.md)",
     ]
     by: dict[str, list[str]] = {}
     for d in talk:

@@ -13,11 +13,17 @@ order, groups ordered by their first rank. Asserted: W % (tp*pp*cp) == 0, W % (e
 ``order.endswith("pp") or pp == 1 or expert dp == dp``, and equal PP groups in both generators.
 Megatron-LM: order tp-cp-ep-dp-pp, or tp-cp-ep-pp-dp with --use-tp-pp-dp-mapping.
 
-torchtitan (``ParallelDims``): dp_shard = W/(cp*tp*pp) (dp_replicate = 1); meshes are row-major
-unflattens of range(W): dense [pp, dp_shard, cp, tp]; EP region [pp, dp_shard_in_ep, ep, tp] when
-etp == tp (dp_shard_in_ep = dp_shard*cp/ep) or [pp, dp_shard_in_ep, ep] when etp == 1
-(dp_shard_in_ep = dp_shard*cp*tp/ep). Asserted for ep > 1: etp in (tp, 1); etp == tp needs
-ep % cp == 0 and dp_shard*cp % ep == 0; etp == 1 needs ep % (cp*tp) == 0, dp_shard*cp*tp % ep == 0.
+torchtitan (``ParallelDims`` in torchtitan/distributed/parallel_dims.py, commit b5bcd76c66d0 of
+2026-08-21): ``_validate`` infers dp_shard = W // (dp_replicate*cp*tp*pp) (dp_shard = -1),
+asserts dp_shard >= 1 and dp_replicate*dp_shard*cp*tp*pp == W, and raises unless ep divides
+dp_shard*cp*tp. ``build_mesh`` unflattens the world mesh (row-major, first name outermost) into
+  (pp, batch, cp, tp)                        batch = dp_replicate*dp_shard; loss = batch x cp
+  (pp, dp_replicate, dp_shard, cp, tp)       spmd_types storage mesh
+  (pp, dp, cp, tp)                           spmd_types fwd/bwd mesh, dp = batch
+  (pp, dp_replicate, fsdp, tp)               partial_dtensor mesh, fsdp = dp_shard*cp
+  (pp, dp_replicate, efsdp, ep)              sparse mesh, efsdp = dp_shard*cp*tp/ep
+It has no expert tensor parallelism: with EP the experts are sharded over ep (and FSDP over
+efsdp, replicated over dp_replicate); without EP they use the dense mesh (tp, fsdp).
 """
 
 from __future__ import annotations
@@ -90,58 +96,82 @@ def megatron_groups(world, tp, cp, ep, etp, pp, order) -> dict[str, list[list[in
 
 
 # -- torchtitan -------------------------------------------------------------------------------
-def torchtitan_feasible(world, tp, cp, ep, etp, pp) -> bool:
-    if world % (cp * tp * pp):
+def torchtitan_feasible(world, tp, cp, ep, etp, pp, dp_replicate=1) -> bool:
+    """``ParallelDims._validate`` with data_parallel_shard_degree = -1; ``etp`` is snrun's
+    input, and only "none" (1, or unset) describes a torchtitan run with EP."""
+    if ep > 1 and etp not in (None, 1):
         return False
-    dp_shard = world // (cp * tp * pp)
-    if ep > 1:
-        if etp not in (tp, 1):
-            return False
-        if etp == tp:
-            return ep % cp == 0 and (dp_shard * cp) % ep == 0
-        return ep % (cp * tp) == 0 and (dp_shard * cp * tp) % ep == 0
-    return True  # etp has no effect when ep = 1 (torchtitan's documented rule)
+    if min(dp_replicate, cp, tp, pp, ep) < 1:
+        return False
+    dp_shard = world // (dp_replicate * cp * tp * pp)
+    if dp_shard < 1 or dp_replicate * dp_shard * cp * tp * pp != world:
+        return False
+    return (dp_shard * cp * tp) % ep == 0
 
 
-def _mesh_groups(world, shape, axes):
-    """Row-major mesh of range(world) with ``shape``; groups along ``axes`` (indices)."""
-    strides = []
-    step = 1
-    for n in reversed(shape):
-        strides.append(step)
-        step *= n
-    strides = list(reversed(strides))
-    assert step == world
-    out = []
-    others = [i for i in range(len(shape)) if i not in axes]
-    for fixed in itertools.product(*(range(shape[i]) for i in others)):
-        base = sum(f * strides[i] for f, i in zip(fixed, others, strict=True))
-        members = [
-            base + sum(v * strides[a] for v, a in zip(vals, axes, strict=True))
-            for vals in itertools.product(*(range(shape[a]) for a in axes))
-        ]
-        out.append(sorted(members))
-    return sorted(out, key=lambda g: g[0])
+class DeviceMeshRanks:
+    """The rank groups of ``init_device_mesh((W,))._unflatten(0, sizes, names)``: the world's
+    ranks reshaped row-major, first name outermost. The process group of one axis, or of
+    several flattened (``mesh[names]._flatten()``), holds the ranks that share every other
+    coordinate."""
+
+    def __init__(self, world: int, names: tuple[str, ...], sizes: tuple[int, ...]) -> None:
+        self.world, self.names, self.sizes = world, names, sizes
+
+    def groups(self, *axes: str) -> list[list[int]]:
+        rest = tuple(i for i, n in enumerate(self.names) if n not in axes)
+        return [list(g) for g in _mesh_groups(self.world, self.sizes, rest)]
 
 
-def torchtitan_groups(world, tp, cp, ep, etp, pp) -> dict[str, list[list[int]]]:
-    dp_shard = world // (cp * tp * pp)
-    if ep == 1:
-        etp = tp  # no EP region: experts are sharded like the dense weights (tp, dp_shard_cp)
-    dense = [pp, dp_shard, cp, tp]  # pp, dp (= dp_replicate 1 x dp_shard), cp, tp
+@functools.lru_cache(maxsize=4096)
+def _mesh_groups(world, sizes, rest) -> tuple[tuple[int, ...], ...]:
+    """Ranks in row-major order (itertools.product varies the last fastest), grouped by the
+    coordinates at ``rest``; cached: the grid's layouts share most meshes."""
+    coords = list(itertools.product(*(range(n) for n in sizes)))
+    assert len(coords) == world, (sizes, world)
+    by_key = defaultdict(list)
+    for rank, c in enumerate(coords):
+        by_key[tuple(c[i] for i in rest)].append(rank)
+    return tuple(sorted(tuple(g) for g in by_key.values()))  # disjoint: by first rank
+
+
+def torchtitan_groups(world, tp, cp, ep, etp, pp, dp_replicate=1) -> dict[str, list[list[int]]]:
+    """Our dimension names -> torchtitan's groups (``etp`` unused: torchtitan has none)."""
+    del etp
+    dr = dp_replicate
+    dp_shard = world // (dr * cp * tp * pp)
+    batch, fsdp, efsdp = dr * dp_shard, dp_shard * cp, dp_shard * cp * tp // ep
+    dataloading = DeviceMeshRanks(world, ("pp", "batch", "cp", "tp"), (pp, batch, cp, tp))
+    storage = DeviceMeshRanks(
+        world, ("pp", "dp_replicate", "dp_shard", "cp", "tp"), (pp, dr, dp_shard, cp, tp)
+    )
+    fwdbwd = DeviceMeshRanks(world, ("pp", "dp", "cp", "tp"), (pp, batch, cp, tp))
+    partial = DeviceMeshRanks(world, ("pp", "dp_replicate", "fsdp", "tp"), (pp, dr, fsdp, tp))
+    sparse = DeviceMeshRanks(world, ("pp", "dp_replicate", "efsdp", "ep"), (pp, dr, efsdp, ep))
     out = {
-        "pp": _mesh_groups(world, dense, [0]),
-        "dp": _mesh_groups(world, dense, [1]),
-        "cp": _mesh_groups(world, dense, [2]),
-        "tp": _mesh_groups(world, dense, [3]),
-        "dp-cp": _mesh_groups(world, dense, [1, 2]),
+        "pp": dataloading.groups("pp"),
+        "tp": dataloading.groups("tp"),
+        "cp": dataloading.groups("cp"),
+        "dp": fwdbwd.groups("dp"),
+        "dp-cp": dataloading.groups("batch", "cp"),  # the loss mesh
+        "dp_replicate": storage.groups("dp_replicate"),
+        "dp_shard": storage.groups("dp_shard"),
+        "dp_shard-cp": partial.groups("fsdp"),
     }
-    if etp == tp:
-        ep_mesh = [pp, dp_shard * cp // ep, ep, tp]
-        out["etp"] = _mesh_groups(world, ep_mesh, [3])
-    else:
-        ep_mesh = [pp, dp_shard * cp * tp // ep, ep]
-        out["etp"] = [[r] for r in range(world)]
-    out["ep"] = _mesh_groups(world, ep_mesh, [2])
-    out["edp"] = _mesh_groups(world, ep_mesh, [1])
+    singletons = [[r] for r in range(world)]
+    if ep > 1:
+        assert sparse.groups("dp_replicate") == out["dp_replicate"]
+        out |= {
+            "ep": sparse.groups("ep"),
+            "etp": singletons,
+            "efsdp": sparse.groups("efsdp"),
+            "edp": sparse.groups("dp_replicate", "efsdp"),
+        }
+    else:  # no EP: the experts live on the dense mesh (tp, FSDP over fsdp, dp_replicate)
+        out |= {
+            "ep": singletons,
+            "etp": out["tp"],
+            "efsdp": out["dp_shard-cp"],
+            "edp": out["dp-cp"],
+        }
     return out

@@ -257,8 +257,8 @@ def test_framework_options_reach_the_plan(site, capsys):
     doc = json.loads(capsys.readouterr().out)
     assert doc["layout"]["framework"] == "torchtitan" and doc["layout"]["etp"] == 1
     assert doc["groups"]["ep"]["stride"] == 1
-    assert main([*argv, "--framework", "torchtitan", "--etp", "2"]) == 0
-    assert json.loads(capsys.readouterr().out)["groups"]["ep"]["stride"] == 2
+    assert main([*argv, "--framework", "torchtitan", "--etp", "1"]) == 0  # its only etp
+    assert json.loads(capsys.readouterr().out)["groups"]["ep"]["stride"] == 1
     assert main([*argv[:-3], "--json", "--framework", "torchtitan", "--etp", "1"]) == 0
     assert json.loads(capsys.readouterr().out)["layout"]["etp"] == 2  # no EP: etp has no effect
 
@@ -287,5 +287,5 @@ def test_framework_refusal_is_one_line(site, capsys):
     argv = ["plan", "--site", "x", "--nodelist", "h[0-1]", "--tp", "4", "--ep", "2"]
     assert main([*argv, "--etp", "2", "--framework", "torchtitan"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("snrun plan: error: layout: torchtitan: currently only ETP=TP or ETP=1")
+    assert err.startswith("snrun plan: error: layout: torchtitan has no expert tensor parallelism")
     assert "\n" not in err

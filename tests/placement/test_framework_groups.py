@@ -1,7 +1,8 @@
-"""The plan's groups equal the frameworks' for a grid of layouts (issue 13).
+"""The plan's groups equal Megatron-Core's for a grid of layouts (issue 13).
 
 Grid: world 16..512, tp 1/2/4/8, cp 1/2, ep 1/2/4/8, etp = tp and 1, pp 1/2/4, Megatron's two
-orders and torchtitan. For each layout: snrun accepts it exactly when the framework does (the
+orders (torchtitan over the same grid, plus dp_replicate: test_torchtitan_layouts.py). For each
+layout: snrun accepts it exactly when the framework does (the
 reference in ``framework_reference.py``, written from the frameworks' rules, not from ours), and
 when accepted every group of every dimension in the plan - from ``group_ranks``, from the JSON
 ``groups`` (size/stride), and from the per-rank coordinates - equals the framework's.
@@ -33,17 +34,13 @@ def grid_layouts():
         for etp in sorted({tp, 1}):
             for order in ORDERS:
                 yield "megatron", tp, cp, ep, etp, pp, order
-            yield "torchtitan", tp, cp, ep, etp, pp, ORDERS[0]
 
 
 def _reference(framework, world, tp, cp, ep, etp, pp, order):
-    if framework == "megatron":
-        if not ref.megatron_feasible(world, tp, cp, ep, etp, pp, order):
-            return None
-        return ref.megatron_groups(world, tp, cp, ep, etp, pp, order)
-    if not ref.torchtitan_feasible(world, tp, cp, ep, etp, pp):
+    assert framework == "megatron"
+    if not ref.megatron_feasible(world, tp, cp, ep, etp, pp, order):
         return None
-    return ref.torchtitan_groups(world, tp, cp, ep, etp, pp)
+    return ref.megatron_groups(world, tp, cp, ep, etp, pp, order)
 
 
 def _groups_from_json(doc, dim):
@@ -119,9 +116,6 @@ def test_refusals_give_the_frameworks_reason():
             Layout(tp=2, cp=2, ep=4, pp=2, order="tp-cp-ep-pp-dp"),
             "data parallel size of the attention and moe layers must be the same",
         ),
-        (Layout(tp=4, ep=2, etp=2, framework="torchtitan"), "only ETP=TP or ETP=1"),
-        (Layout(tp=2, cp=2, ep=2, etp=1, framework="torchtitan"), r"ep % \(cp\*tp\) == 0"),
-        (Layout(tp=2, cp=2, ep=16, etp=2, pp=2, framework="torchtitan"), r"\(dp_shard\*cp\) % ep"),
     ]
     for lay, message in cases:
         with pytest.raises(PlacementError, match=message) as exc:
@@ -130,6 +124,9 @@ def test_refusals_give_the_frameworks_reason():
     with pytest.raises(PlacementError, match="one fixed order") as exc:
         build_rank_map(SITE, hosts, Layout(tp=2, order="tp-cp-ep-pp-dp", framework="torchtitan"))
     assert exc.value.hint and "--framework megatron" in exc.value.hint
+    # the torchtitan layout the old rule refused (ep % (cp*tp)): today's torchtitan runs it
+    rm = build_rank_map(SITE, hosts, Layout(tp=2, cp=2, ep=2, framework="torchtitan"))
+    assert (rm.layout.dp_shard, rm.layout.efsdp) == (8, 16)
 
 
 def test_layouts_the_old_model_got_wrong_now_run():
