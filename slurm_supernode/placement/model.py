@@ -143,8 +143,8 @@ class RankPlacement:
     local_rank: int
     device: int  # physical device id on the node
     supernode: str
-    coords: dict[str, int]  # dense grid: tp, cp, dp, pp
-    expert_coords: dict[str, int]  # expert grid: etp, ep, edp, pp
+    coords: dict[str, int]  # dense grid: tp, cp, dp, pp (torchtitan: dp_shard, dp_replicate)
+    expert_coords: dict[str, int]  # expert grid: etp, ep, edp, pp (torchtitan: efsdp, ...)
 
 
 # One grid dimension as the rank arithmetic needs it: (name, stride, size); coordinate of rank r
