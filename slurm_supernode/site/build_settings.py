@@ -62,7 +62,9 @@ class SettingsBuilder(NodeReader):
         for key in m:
             self.src.slurm[key] = self.loc(m[key][1])
         if "strategy" in m:
-            strategy = self.text(m["strategy"][1], "slurm.strategy")
+            strategy = self.name(
+                m["strategy"][1], "slurm.strategy", "one of " + ", ".join(STRATEGIES)
+            )
             if strategy is not None and strategy not in STRATEGIES:
                 self.err(
                     m["strategy"][1],
@@ -72,7 +74,7 @@ class SettingsBuilder(NodeReader):
             elif strategy is not None:
                 kw["strategy"] = strategy
         if "feature_format" in m:
-            fmt = self.text(m["feature_format"][1], "slurm.feature_format")
+            fmt = self.name(m["feature_format"][1], "slurm.feature_format", "a feature name format")
             if fmt is not None and self._check_format(m["feature_format"][1], fmt, ("name",)):
                 kw["feature_format"] = fmt
         if "supernode_partitions" in m:
@@ -85,7 +87,7 @@ class SettingsBuilder(NodeReader):
 
     def _partitions(self, node: yaml.Node) -> tuple[str, ...] | None:
         """slurm.supernode_partitions: plain partition names (None when one is not)."""
-        parts = self.str_list(node, "slurm.supernode_partitions")
+        parts = self.names(node, "slurm.supernode_partitions")
         for part in parts or ():
             why = slurm_value_problem(part, ",:")
             if why:
@@ -116,7 +118,7 @@ class SettingsBuilder(NodeReader):
                     "e.g. NodeAddr, Weight",
                 )
                 continue
-            value = self.slurm_value(vnode, f"slurm.node_options.{key}")
+            value = self.slurm_value(vnode, f"slurm.node_options.{key}", numbers=True)
             if value is not None:
                 pairs.append((key, value))
         return tuple(pairs)
@@ -173,7 +175,7 @@ class SettingsBuilder(NodeReader):
                 if key in lm:
                     self.src.links[(level, key)] = self.loc(lm[key][1])
                     vals[key] = self.number(lm[key][1], f"links.{level}.{key}", **limits[key])
-            kind = self.text(lm["kind"][1], f"links.{level}.kind") if "kind" in lm else ""
+            kind = self.name(lm["kind"][1], f"links.{level}.kind") if "kind" in lm else ""
             if vals.get("bandwidth_GBps") is not None and vals.get("latency_us") is not None:
                 out[level] = LinkLevel(
                     level, vals["bandwidth_GBps"], vals["latency_us"], kind or ""
@@ -269,7 +271,7 @@ class SettingsBuilder(NodeReader):
                 if v is not None:
                     kw[key] = v
         if "checkpoint_dir" in m:
-            v = self.text(m["checkpoint_dir"][1], "doctor.checkpoint_dir")
+            v = self.name(m["checkpoint_dir"][1], "doctor.checkpoint_dir", "a path")
             if v is not None:
                 kw["checkpoint_dir"] = v
         warn, fail = kw.get("bandwidth_warn", 0.6), kw.get("bandwidth_fail", 0.4)
@@ -281,7 +283,7 @@ class SettingsBuilder(NodeReader):
         m = self.mapping(node, "paths", PATH_KEYS) or {}
         kw = {}
         for key, (_, vnode) in m.items():
-            v = self.text(vnode, f"paths.{key}")
+            v = self.name(vnode, f"paths.{key}", "a path")
             if v is not None:
                 kw[key] = v
         return PathSettings(**kw)

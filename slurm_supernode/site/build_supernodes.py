@@ -70,7 +70,7 @@ class SupernodeBuilder(NodeReader):
             elif key == "gres_type":  # Gres=gpu:TYPE:N and gres.conf Type=
                 value = self.slurm_value(vnode, label, ",:")
             elif key == "gres_file":  # gres.conf File=/dev/nvidia[0-7]
-                value = self.slurm_value(vnode, label)
+                value = self.slurm_value(vnode, label, noun="a device path")
             elif key == "device_groups":
                 value = self._device_groups(vnode, label)
             elif key == "nics":
@@ -109,11 +109,11 @@ class SupernodeBuilder(NodeReader):
         if m is None:
             return None
         ifname = (
-            self.text(m["socket_ifname"][1], f"{what}.socket_ifname")
+            self.name(m["socket_ifname"][1], f"{what}.socket_ifname", "an interface name")
             if ("socket_ifname" in m)
             else None
         )
-        hcas = self.str_list(m["hcas"][1], f"{what}.hcas") if "hcas" in m else ()
+        hcas = self.names(m["hcas"][1], f"{what}.hcas") if "hcas" in m else ()
         if hcas and len(set(hcas)) != len(hcas):
             dup = next(h for h in hcas if hcas.count(h) > 1)
             self.err(m["hcas"][1], f"{what}.hcas lists {dup!r} twice", "list each HCA once")
@@ -298,7 +298,7 @@ class SupernodeBuilder(NodeReader):
             self.src.sn_unnamed.add(i)
             return r
         if "name" in m:
-            name = self.text(m["name"][1], f"{what}.name")
+            name = self.name(m["name"][1], f"{what}.name")
             if name is not None:
                 r["name"] = name
                 what = f"super node {name!r}"
@@ -323,7 +323,7 @@ class SupernodeBuilder(NodeReader):
             elif spares is not None:
                 r["spares"] = spares
         if "feature" in m:
-            r["feature"] = self.text(m["feature"][1], f"{what}.feature")
+            r["feature"] = self.name(m["feature"][1], f"{what}.feature", "a feature name")
             self.src.sn_feature[i] = self.loc(m["feature"][1])
         if "node_defaults" in m:
             r["layer"] = self._spec_layer(m["node_defaults"][1], f"{what}.node_defaults", 1)
@@ -359,7 +359,7 @@ class SupernodeBuilder(NodeReader):
                 if not rm or "name" not in rm or "nodes" not in rm:
                     self.src.sn_broken.add(i)
                     continue
-                rname = self.text(rm["name"][1], "rack name")
+                rname = self.name(rm["name"][1], f"{what} racks[{k}].name")
                 hosts = self.hostlist(rm["nodes"][1], f"{what} rack {rname!r} nodes")
                 if hosts is None:
                     self.src.sn_broken.add(i)

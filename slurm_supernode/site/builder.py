@@ -48,7 +48,7 @@ class SiteBuilder(SupernodeBuilder, SettingsBuilder):
         if top is None:
             return None
         self.src.root = self.loc(root)
-        name = self.text(top["name"][1], "name") if "name" in top else None
+        name = self.name(top["name"][1], "name") if "name" in top else None
         vendor = self._vendor(top.get("vendor"))
         slurm = self._slurm(top["slurm"][1]) if "slurm" in top else SlurmSettings()
         defaults = (
@@ -88,7 +88,7 @@ class SiteBuilder(SupernodeBuilder, SettingsBuilder):
     def _vendor(self, item: tuple[yaml.Node, yaml.Node] | None) -> str | None:
         if item is None:
             return None
-        vendor = self.text(item[1], "vendor")
+        vendor = self.name(item[1], "vendor", "one of " + ", ".join(VENDORS))
         if vendor is not None and vendor not in VENDORS:
             self.err(item[1], f"unknown vendor {vendor!r}", "choose one of " + ", ".join(VENDORS))
             return None

@@ -31,6 +31,7 @@ class IpSource:
         if item is None:
             return None
         node = item[1]
+        before = len(b.problems)
         pattern = None
         pattern_node = None
         explicit: dict[str, tuple[tuple[str, ...], Loc]] = {}
@@ -47,19 +48,20 @@ class IpSource:
                     b.mapping(m["nodes"][1], f"{what}.nodes", None) or {}
                 ).items():
                     if devices:
-                        ips = b.str_list(vnode, f"{what}.nodes.{host}")
+                        ips = b.names(vnode, f"{what}.nodes.{host}", "an IP address", "addresses")
                     else:
-                        one = b.text(vnode, f"{what}.nodes.{host}")
+                        one = b.name(vnode, f"{what}.nodes.{host}", "an IP address")
                         ips = (one,) if one is not None else None
                     if ips is not None:
                         explicit[host] = (ips, b.loc(vnode))
         if pattern_node is not None:
-            text = b.text(pattern_node, f"{what} pattern")
+            text = b.name(pattern_node, f"{what} pattern", "an IP pattern")
             fields = IP_FIELDS if devices else tuple(f for f in IP_FIELDS if f != "dev")
             if text is not None and check_pattern(b, pattern_node, text, fields):
                 pattern = text
         if pattern is None and not explicit:
-            if pattern_node is None and not isinstance(node, yaml.ScalarNode):
+            reported = len(b.problems) > before  # a bad value there: no follow-up
+            if not reported and not isinstance(node, yaml.ScalarNode):
                 b.err(
                     node,
                     f"{what} needs a pattern or nodes",

@@ -30,6 +30,14 @@ _KIND = {
     _STR: "a string",
 }
 
+# What a value that should have been a name was read as (``nics.hcas: 5``: an integer).
+_NAME_KINDS = {
+    _INT: "integer",
+    _FLOAT: "number",
+    _BOOL: "boolean",
+    "tag:yaml.org,2002:timestamp": "date",
+}
+
 _DOC_HINT = "see docs/site-config.md"
 # Hints for the builder's generic messages (shape, type, range): every problem carries one.
 _DEFAULT_HINTS = (
@@ -102,6 +110,9 @@ class NodeReader:
                 self.err(knode, f"{what}: keys must be plain names")
                 continue
             key = knode.value
+            if allowed is None and knode.tag != _STR:  # free keys are names (hosts, profiles)
+                self._wrong_name(knode, f"{what} key", "a name")
+                continue
             if allowed is not None and key not in allowed:
                 close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
                 hint = (
@@ -190,9 +201,18 @@ class NodeReader:
             return None
         return value
 
-    def slurm_value(self, node: yaml.Node, what: str, also: str = "") -> str | None:
-        """A string that is exported into a Slurm config file as one value."""
-        value = self.text(node, what)
+    def slurm_value(
+        self,
+        node: yaml.Node,
+        what: str,
+        also: str = "",
+        *,
+        numbers: bool = False,
+        noun: str = "a name",
+    ) -> str | None:
+        """A string that is exported into a Slurm config file as one value; a name unless
+        ``numbers`` (NodeName attributes such as Weight=10 take numbers)."""
+        value = self.text(node, what) if numbers else self.name(node, what, noun)
         if value is None:
             return None
         why = slurm_value_problem(value, also)
@@ -207,7 +227,7 @@ class NodeReader:
 
     def hostlist(self, node: yaml.Node, what: str, site_hosts: bool = True) -> list[str] | None:
         """Expand a hostlist; ``site_hosts`` ones count against the site's bound of hosts."""
-        expr = self.text(node, what)
+        expr = self.name(node, what, "a hostlist")
         if expr is None:
             return None
         try:
@@ -243,19 +263,55 @@ class NodeReader:
             )
             return None
 
-    def str_list(self, node: yaml.Node, what: str) -> tuple[str, ...] | None:
-        if isinstance(node, yaml.ScalarNode) and node.tag != _NULL:
-            out = tuple(x.strip() for x in node.value.split(",") if x.strip())
-        else:
-            items = self.seq(node, what)
-            if items is None:
+    def name(self, node: yaml.Node, what: str, noun: str = "a name") -> str | None:
+        """A name (host, device, interface, partition, feature, path, ...): YAML text only.
+
+        A number, boolean, date or null at that position is refused there, never taken as
+        a name ("5", "True"): it is almost always a slip, and quoting says it is meant.
+        """
+        if isinstance(node, yaml.ScalarNode) and node.tag == _STR:
+            if not node.value.strip():
+                self.err(node, f"{what} must not be empty")
                 return None
+            return node.value
+        self._wrong_name(node, what, noun)
+        return None
+
+    def names(
+        self, node: yaml.Node, what: str, noun: str = "a name", plural: str = "names"
+    ) -> tuple[str, ...] | None:
+        """A name or a list of names: ``a,b``, ``[a, b]`` or ``- a`` lines, each a name."""
+        plural = f"{noun} or list of {plural}"
+        if isinstance(node, yaml.ScalarNode):
+            if node.tag != _STR:
+                self._wrong_name(node, what, plural)
+                return None
+            out = tuple(x.strip() for x in node.value.split(",") if x.strip())
+        elif isinstance(node, yaml.SequenceNode):
             out = None
-        n = len(out) if out is not None else len(items)
+        else:
+            self._wrong_name(node, what, plural)
+            return None
+        n = len(out) if out is not None else len(node.value)
         if n > MAX_DEVICES_PER_NODE:
             self.err(node, f"{what} lists {n} items; at most {MAX_DEVICES_PER_NODE}")
             return None
         if out is not None:
             return out
-        out = [self.text(item, f"{what} item") for item in items]
-        return None if None in out else tuple(out)  # type: ignore[arg-type]
+        items = [self.name(item, f"{what}[{k}]", noun) for k, item in enumerate(node.value)]
+        return None if None in items else tuple(items)  # type: ignore[arg-type]
+
+    def _wrong_name(self, node: yaml.Node, what: str, noun: str) -> None:
+        if isinstance(node, yaml.MappingNode):
+            got, hint = "a mapping", f"give {noun}, not KEY: VALUE pairs (check the indentation)"
+        elif isinstance(node, yaml.SequenceNode):
+            got, hint = "a list", f"give {noun}, not a list"
+        elif node.tag == _NULL:
+            got, hint = "null", f"give {noun}; an empty value or ~ is null in YAML"
+        else:
+            kind = _NAME_KINDS.get(node.tag, "value")
+            shown = short_repr(node.value)[1:-1]
+            got = f"{kind} {shown}"
+            article = "an" if kind[0] in "aeiou" else "a"
+            hint = f'YAML reads {shown} as {article} {kind}: write "{shown}" if it is the name'
+        self.err(node, f"{what}: expected {noun}, got {got}", hint)

@@ -159,9 +159,9 @@ TYPES = [
     c("devices-quoted", DEVICES, '  devices: ^"8"', "must be an integer, got a string '8'"),
     c("cpus-string", CPUS, "  cpus: ^many", "node_defaults.cpus must be an integer"),
     c("memory-float", MEM, "  memory_mb: ^1.5", "node_defaults.memory_mb must be an integer"),
-    c("gres-type-list", GTYPE, "  gres_type: ^[h100]", "must be a string, got a list"),
-    c("gres-file-map", GFILE, "  gres_file: ^{a: 1}", "must be a string, got a mapping"),
-    c("gres-type-null", GTYPE, "  gres_type: ^~", "must be a string, got null"),
+    c("gres-type-list", GTYPE, "  gres_type: ^[h100]", "gres_type: expected a name, got a list"),
+    c("gres-file-map", GFILE, "  gres_file: ^{a: 1}", "expected a device path, got a mapping"),
+    c("gres-type-null", GTYPE, "  gres_type: ^~", "gres_type: expected a name, got null"),
     c("nics-scalar", NICS, "  nics: ^eth0", "must be a mapping"),
     c("nics-unknown", NICS, "  nics: {^ifname: eth0}", "unknown key 'ifname'"),
     c("groups-scalar", GROUPS, "  device_groups: ^4", "must be a list"),
@@ -184,7 +184,7 @@ TYPES = [
         "link-kind-list",
         L_NODE,
         "  node: {bandwidth_GBps: 1, latency_us: 2, kind: ^[a]}",
-        "must be a string",
+        "links.node.kind: expected a name, got a list",
     ),
     c(
         "links-list",
@@ -200,8 +200,8 @@ TYPES = [
         "slurm must be a mapping",
         extra=[(i, "") for i in range(21, 27)],
     ),
-    c("partition-list", PART, "  partition: ^[a]", "slurm.partition must be a string"),
-    c("strategy-int", STRAT, "  strategy: ^5", "unknown strategy '5'"),
+    c("partition-list", PART, "  partition: ^[a]", "slurm.partition: expected a name, got a list"),
+    c("strategy-int", STRAT, "  strategy: ^5", "slurm.strategy: expected a name, got integer 5"),
     c("node-options-list", NOPTS, "  node_options: ^[a]", "must be a mapping"),
     c("env-profiles-list", 27, "env_profiles: ^[a]", "must be a mapping", extra=[(28, "")]),
     c("env-profile-scalar", ENV_DEFAULT, "  default: ^5", "env_profiles.default must be a mapping"),
@@ -219,13 +219,13 @@ TYPES = [
     c("sizes-string-item", SIZES, "  sizes: [^1K]", "bench.sizes item must be an integer"),
     c("floors-list", FLOORS, "  min_busbw_gbps: ^[40]", "must be a mapping"),
     c("paths-scalar", 34, "paths: ^x", "paths must be a mapping", extra=[(35, "")]),
-    c("jobs-dir-list", JOBS_DIR, "  jobs_dir: ^[a]", "paths.jobs_dir must be a string"),
+    c("jobs-dir-list", JOBS_DIR, "  jobs_dir: ^[a]", "paths.jobs_dir: expected a path, got a list"),
     c("restarts-list", RESTARTS, "restarts: ^[3]", "restarts must be a mapping"),
     c("restart-string", RESTARTS, "restarts: {app_error: ^three}", "must be an integer"),
     c("imex-int", 0, "imex_channels: ^5", "must be true or false"),
-    c("name-list", NAME, "name: ^[t]", "name must be a string"),
+    c("name-list", NAME, "name: ^[t]", "name: expected a name, got a list"),
     c("name-empty", NAME, "name: ^''", "name must not be empty"),
-    c("vendor-int", VENDOR, "vendor: ^5", "unknown vendor '5'"),
+    c("vendor-int", VENDOR, "vendor: ^5", "vendor: expected a name, got integer 5"),
     c(
         "supernodes-map",
         3,
@@ -241,7 +241,7 @@ TYPES = [
         extra=[(4, ""), (5, ""), (6, ""), (7, "")],
     ),
     c("supernode-scalar", SN1_NAME, "  - ^sn1", "supernodes[1] must be a mapping", extra=[(7, "")]),
-    c("sn-name-map", SN0_NAME, "  - name: ^{a: 1}", "name must be a string"),
+    c("sn-name-map", SN0_NAME, "  - name: ^{a: 1}", "supernodes[0].name: expected a name, got a mapping"),
     c(
         "sn-pod-string",
         SN0_NODES,
@@ -260,7 +260,7 @@ TYPES = [
         "sn-feature-list",
         SN0_NODES,
         "    nodes: n[0-3]\n    feature: [a]",
-        "feature must be a string",
+        "feature: expected a feature name, got a list",
         at=(6, 14),
     ),
     c(
@@ -274,7 +274,7 @@ TYPES = [
     c("rack-missing-nodes", SN0_NODES, "    racks: [^{name: r1}]", "missing required key 'nodes'"),
     c("overrides-map", 0, "node_overrides: ^{a: 1}", "node_overrides must be a list"),
     c("override-bad-key", 0, "node_overrides: [{nodes: n0, ^cpu: 1}]", "unknown key 'cpu'"),
-    c("hcas-int-items", NICS, "  nics: {hcas: [^[a]]}", "hcas item must be a string"),
+    c("hcas-int-items", NICS, "  nics: {hcas: [^[a]]}", "nics.hcas[0]: expected a name, got a list"),
 ]
 
 RANGES = [
@@ -768,6 +768,79 @@ HOSTILE = [
 ]
 
 
+# A number, boolean, date or null where a name (or list of names) is expected: refused at its
+# position, never turned into a name "5" / "True" (quoting says the name is meant).
+NAMES = [
+    c("name-int", NAME, "name: ^5", "name: expected a name, got integer 5"),
+    c("name-bool", NAME, "name: ^yes", "name: expected a name, got boolean yes"),
+    c("name-null", NAME, "name:", "name: expected a name, got null", at=(1, 6)),
+    c("vendor-bool", VENDOR, "vendor: ^true", "vendor: expected a name, got boolean true"),
+    c("sn-name-int", SN0_NAME, "  - name: ^0", "supernodes[0].name: expected a name, got integer"),
+    c("sn-name-float", SN1_NAME, "  - name: ^1.5", "expected a name, got number 1.5"),
+    c("sn-name-null", SN1_NAME, "  - name: ^~", "supernodes[1].name: expected a name, got null"),
+    c("sn-nodes-int", SN0_NODES, "    nodes: ^1234", "nodes: expected a hostlist, got integer"),
+    c("sn-nodes-date", SN0_NODES, "    nodes: ^2024-01-01", "got date 2024-01-01"),
+    c(
+        "sn-feature-int",
+        SN0_NODES,
+        "    nodes: n[0-3]\n    feature: 7",
+        "feature: expected a feature name, got integer 7",
+        at=(6, 14),
+    ),
+    c(
+        "rack-name-bool",
+        SN0_NODES,
+        "    racks: [{name: ^off, nodes: 'n[0-3]'}]",
+        "racks[0].name: expected a name, got boolean off",
+    ),
+    c(
+        "override-nodes-int",
+        0,
+        "node_overrides: [{nodes: ^5, cpus: 8}]",
+        "node_overrides[0].nodes: expected a hostlist, got integer 5",
+    ),
+    c("gres-type-int", GTYPE, "  gres_type: ^910", "gres_type: expected a name, got integer 910"),
+    c("gres-file-bool", GFILE, "  gres_file: ^true", "expected a device path, got boolean"),
+    c("hcas-int", NICS, "  nics: {hcas: ^5}", "nics.hcas: expected a name or list of names, got"),
+    c("hcas-float", NICS, "  nics: {hcas: ^0.5}", "expected a name or list of names, got number"),
+    c("hcas-null", NICS, "  nics: {hcas: ^null}", "nics.hcas: expected a name or list of names"),
+    c("hcas-item-int", NICS, "  nics: {hcas: [mlx5_0, ^1]}", "nics.hcas[1]: expected a name"),
+    c("hcas-item-bool", NICS, "  nics: {hcas: [^on, mlx5_1]}", "hcas[0]: expected a name, got boo"),
+    c("hcas-item-null", NICS, "  nics: {hcas: [a, ^~]}", "nics.hcas[1]: expected a name, got null"),
+    c("ifname-int", NICS, "  nics: {socket_ifname: ^0}", "expected an interface name, got integ"),
+    c("ifname-null", NICS, "  nics: {socket_ifname: ^null}", "expected an interface name, got nu"),
+    c("link-kind-int", L_NODE, "  node: {bandwidth_GBps: 1, latency_us: 2, kind: ^5}", "kind: exp"),
+    c("partition-int", PART, "  partition: ^7", "slurm.partition: expected a name, got integer 7"),
+    c("partition-null", PART, "  partition:", "slurm.partition: expected a name, got null",
+      at=(21, 13)),
+    c("strategy-bool", STRAT, "  strategy: ^no", "slurm.strategy: expected a name, got boolean"),
+    c("spine-float", SPINE, "  spine_switch: ^1.0", "slurm.spine_switch: expected a name, got nu"),
+    c("gres-name-bool", GNAME, "  gres_name: ^true", "slurm.gres_name: expected a name, got bool"),
+    c("sn-parts-int", SNPARTS, "  supernode_partitions: ^3", "expected a name or list of names"),
+    c("sn-parts-item", SNPARTS, "  supernode_partitions: [main, ^1]", "supernode_partitions[1]:"),
+    c("node-option-key-int", NOPTS, "  node_options: {^5: x}", "node_options key: expected a n"),
+    c("profile-key-int", ENV_DEFAULT, "  ^1: {NCCL_DEBUG: INFO}", "env_profiles key: expected a"),
+    c("env-var-key-bool", ENV_DEFAULT, "  default: {^true: 1}", "env_profiles.default key: exp"),
+    c("jobs-dir-int", JOBS_DIR, "  jobs_dir: ^5", "paths.jobs_dir: expected a path, got integer"),
+    c("jobs-dir-null", JOBS_DIR, "  jobs_dir: ^~", "paths.jobs_dir: expected a path, got null"),
+    c("checkpoint-dir-bool", 0, "doctor: {checkpoint_dir: ^false}", "expected a path, got bool"),
+    c("feature-format-int", STRAT, "  feature_format: ^12", "expected a feature name format"),
+    c(
+        "host-ip-int",
+        0,
+        "host_ip: {nodes: {n0: ^10}}",
+        "host_ip.nodes.n0: expected an IP address, got integer 10",
+    ),
+    c(
+        "host-ip-host-key-int",
+        0,
+        "host_ip: {nodes: {^5: 10.0.0.1}}",
+        "host_ip.nodes key: expected a name, got integer 5",
+    ),
+    c("host-ip-pattern-float", 0, "host_ip: ^10.5", "host_ip pattern: expected an IP pattern"),
+]
+
+
 def _bytes_case(id, line, before, raw, fragment):
     lines = [ln.encode() for ln in LINES]
     lines[line - 1] = before.encode() + raw + b"x"
@@ -777,7 +850,7 @@ def _bytes_case(id, line, before, raw, fragment):
 
 FILE_CASES = [
     pytest.param(*case.render(), case.fragment, id=case.id)
-    for case in SYNTAX + TYPES + RANGES + REFERENCES + SIZES_ + ENCODINGS + HOSTILE
+    for case in SYNTAX + TYPES + NAMES + RANGES + REFERENCES + SIZES_ + ENCODINGS + HOSTILE
 ] + [_bytes_case(*b) for b in BYTES]
 
 
