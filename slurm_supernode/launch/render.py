@@ -104,8 +104,14 @@ def make_environment(search: Iterable[Path] = ()) -> jinja2.Environment:
     return env
 
 
-def _block_override(base: str, blocks: Iterable[tuple[str, str]]) -> str | None:
+def _block_override(
+    base: str, blocks: Iterable[tuple[str, str]]
+) -> tuple[str, list[tuple[int, str]]] | None:
+    """The template that replaces the named blocks of ``base``, and where each block file's
+    body starts in it ((line, path), for error messages)."""
     parts = []
+    starts: list[tuple[int, str]] = []
+    line = 1
     for name, path in blocks:
         if name not in BLOCKS:
             raise InputError(
@@ -117,10 +123,12 @@ def _block_override(base: str, blocks: Iterable[tuple[str, str]]) -> str | None:
             body = Path(path).read_text()
         except OSError as exc:
             raise InputError(f"cannot read block file: {exc.strerror}", where=path) from None
+        starts.append((line, path))
         parts.append(f"{{% block {name} %}}{body}{{% endblock %}}")
+        line += parts[-1].count("\n")
     if not parts:
         return None
-    return f"{{% extends {base!r} %}}" + "".join(parts)
+    return f"{{% extends {base!r} %}}" + "".join(parts), starts
 
 
 def render_sbatch(
@@ -139,7 +147,7 @@ def render_sbatch(
         name = path.name
     env = make_environment(search)
     try:
-        override = _block_override(name, blocks)
+        override, starts = _block_override(name, blocks) or (None, [])
         tmpl = env.from_string(override) if override else env.get_template(name)
         return tmpl.render(**context)
     except jinja2.TemplateNotFound as exc:
@@ -152,4 +160,34 @@ def render_sbatch(
         where = f"{exc.filename or name}:{exc.lineno}"
         raise InputError(f"template syntax error: {exc.message}", where=where) from None
     except jinja2.UndefinedError as exc:
-        raise InputError(f"template uses an unknown value: {exc.message}", where=name) from None
+        raise InputError(
+            f"template uses an undefined value: {exc.message}",
+            where=_template_line(exc, template or name, starts),
+            hint="the values a template can use: "
+            + ", ".join(sorted(context))
+            + "; see docs/snrun.md, section Templates",
+        ) from None
+    except (TypeError, ValueError, ArithmeticError, LookupError) as exc:
+        if not (template or blocks):  # the bundled template: a bug of snrun, not bad input
+            raise
+        raise InputError(
+            f"template expression failed: {type(exc).__name__}: {exc}",
+            where=_template_line(exc, template or name, starts),
+            hint="check the expression on that line; see docs/snrun.md, section Templates",
+        ) from None
+
+
+def _template_line(exc: BaseException, shown: str, starts: list[tuple[int, str]]) -> str:
+    """``FILE:LINE`` of the template line that raised (Jinja maps its frames to template
+    lines; ``starts`` maps lines of a --template-block override to its files)."""
+    where = None
+    tb = exc.__traceback__
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        if filename == "<template>" and starts:
+            first, path = max((s for s in starts if s[0] <= tb.tb_lineno), default=starts[0])
+            where = f"{path}:{tb.tb_lineno - first + 1}"
+        elif filename.endswith(".j2"):
+            where = f"{filename}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    return where or shown
