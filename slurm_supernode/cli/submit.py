@@ -159,7 +159,7 @@ def parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespac
     """Parse snrun's options only; the script and its arguments are kept verbatim."""
     own, program = split_argv(parser, argv)
     ns = parser.parse_args(own)
-    if ns.module:
+    if ns.module is not None:
         ns.program, ns.args = None, program
     else:
         ns.program, ns.args = (program[0], program[1:]) if program else (None, [])
@@ -175,7 +175,7 @@ def spec_from_args(ns: argparse.Namespace) -> JobSpec:
             where="--json",
             hint="snrun --dry-run --json ... prints the plan; --parsable prints the job id",
         )
-    if ns.module:
+    if ns.module is not None:
         program, args, module = ns.module, ([ns.program] if ns.program else []) + ns.args, True
     elif ns.program:
         program, args, module = ns.program, ns.args, False
@@ -279,9 +279,11 @@ def run(ns: argparse.Namespace) -> int:
     from slurm_supernode.launch.job import plan_job, submit_job
     from slurm_supernode.launch.jobdir import jobs_root
     from slurm_supernode.launch.preview import plan_preview
+    from slurm_supernode.launch.syntax import check_job_values
     from slurm_supernode.site.loader import load_site
 
     spec, directives = with_directives(spec_from_args(ns))
+    check_job_values(spec)  # a value that can never work fails a dry run too
     if not ns.dry_run:
         check_spec_program(spec)  # before asking Slurm anything
     site = load_site(spec.site)

@@ -33,6 +33,7 @@ from slurm_supernode.launch.snapshot import (
     plan_snapshot,
     write_snapshot,
 )
+from slurm_supernode.launch.syntax import check_job_values
 from slurm_supernode.site.model import Site
 
 
@@ -88,6 +89,7 @@ def plan_job(
     """Decide the request, the job directory and the script text. Pure."""
     if not spec.module and not spec.program:
         raise InputError("no training script given", where="SCRIPT", hint="snrun train.py ...")
+    check_job_values(spec)
     fork_workers = fork_default(spec, site) if spec.fork_workers is None else spec.fork_workers
     if fork_workers and spec.module:
         raise InputError(

@@ -61,6 +61,42 @@ SUBMIT = [
     case([*S, "--env-profile", "nope", "t.py"], "snrun", "nope"),
 ]
 
+# Values with a syntax (a module name, a job name, Slurm words and lists), refused by a dry run
+# too: they could never work, however the script is written.
+SYNTAX = [
+    case([*S, "-m", "pkg.mod$(id)"], "snrun", "-m: module name 'pkg.mod$(id)' has a part"),
+    case([*S, "-m", "pkg.mod;rm -rf x"], "snrun", "-m: module name"),
+    case([*S, "-m", "`id`"], "snrun", "-m: module name '`id`' is not a Python name"),
+    case([*S, "-m", ".relative"], "snrun", "has an empty part"),
+    case([*S, "-m", "pkg."], "snrun", "has an empty part"),
+    case([*S, "-m", "pkg..mod"], "snrun", "has an empty part"),
+    case([*S, "-m", "1pkg.mod"], "snrun", "has a part that is not a Python name: '1pkg'"),
+    case([*S, "-m", "my-pkg"], "snrun", "-m: module name 'my-pkg' is not a Python name"),
+    case([*S, "-m", "pkg mod"], "snrun", "is not a Python name"),
+    case([*S, "-m", "pkg/train"], "snrun", "is a file, not a module name"),
+    case([*S, "-m", "train.py"], "snrun", "give the script without -m"),
+    case([*S, "-m", ""], "snrun", "-m: module name '' is empty"),
+    case([*S, "-m", "pkg.mod\n"], "snrun", "-m: module name"),
+    case([*S, "-J", "a\nb", "t.py"], "snrun", "-J/--job-name: 'a\\nb' holds a control character"),
+    case([*S, "--job-name", "x\ty", "t.py"], "snrun", "-J/--job-name: "),
+    case([*S, "-J", " ", "t.py"], "snrun", "-J/--job-name: must not be empty"),
+    case([*S, "-p", "a b", "t.py"], "snrun", "-p/--partition: 'a b' holds a space"),
+    case([*S, "-p", "a,,b", "t.py"], "snrun", "empty partition name in 'a,,b'"),
+    case([*S, "-p", "main\n", "t.py"], "snrun", "-p/--partition: "),
+    case([*S, "-A", "proj,other", "t.py"], "snrun", "-A/--account: 'proj,other' holds ','"),
+    case([*S, "-q", "high prio", "t.py"], "snrun", "-q/--qos: 'high prio' holds a space"),
+    case([*S, "-q", "", "t.py"], "snrun", "-q/--qos: must not be empty"),
+    case([*S, "-o", "out\n%j", "t.py"], "snrun", "-o/--output: "),
+    case([*S, "-e", "", "t.py"], "snrun", "-e/--error: must not be empty"),
+    case([*S, "--mail-type", "SOMETIMES", "t.py"], "snrun", "unknown mail type 'SOMETIMES'"),
+    case([*S, "--mail-type", "END,,FAIL", "t.py"], "snrun", "--mail-type: unknown mail type ''"),
+    case([*S, "--mail-user", "a b@x", "t.py"], "snrun", "--mail-user: 'a b@x' holds a space"),
+    case([*S, "-d", "afterok", "t.py"], "snrun", "-d/--dependency: bad dependency 'afterok'"),
+    case([*S, "-d", "afterok:12;id", "t.py"], "snrun", "bad dependency"),
+    case([*S, "-d", "whenever:12", "t.py"], "snrun", "bad dependency 'whenever:12'"),
+    case([*S, "-d", "afterok:x", "t.py"], "snrun", "bad dependency"),
+]
+
 PLAN = [
     case([*P, "--tp", "0"], "snrun plan", "--tp: must be >= 1, got 0"),
     case([*P, "--tp", "abc"], "snrun plan", "--tp: must be a whole number, got 'abc'"),
@@ -225,7 +261,7 @@ OUTPUT_KINDS = [f"{c}-{k}" for c in ("site-export-o", "plan-nccl-topo", "plan-ra
                 for k in ("missing-dir", "parent-is-file", "is-directory", "fifo",
                           "name-too-long")]  # fmt: skip
 
-CASES = SUBMIT + PLAN + SITE + STATUS_CANCEL + BENCH + HEALTH
+CASES = SUBMIT + SYNTAX + PLAN + SITE + STATUS_CANCEL + BENCH + HEALTH
 
 
 @pytest.fixture(autouse=True)
@@ -288,6 +324,23 @@ def test_script_keeps_its_own_options(capsys):
     line = _dry_run_command(capsys, ["train.py", "--debug", "--tp", "0", "-S", "x", "--json"])
     # the job runs the code snapshot: <job dir>/code/train.py
     assert "/code/train.py --debug --tp 0 -S x --json" in line.split(" -- ", 1)[1]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["-m", "pkg.train"],
+        ["-m", "_private.__main__"],
+        ["-m", "пакет.train"],  # Python names may be non-ASCII
+        ["-d", "afterok:12:13,afterany:14_2+5", "t.py"],
+        ["-d", "afterok:12?singleton", "t.py"],
+        ["--mail-type", "end,FAIL,time_limit_90", "t.py"],
+        ["-p", "main,debug", "-A", "proj-1", "-q", "high", "t.py"],
+        ["-J", "my job (v2) $x", "-o", "logs/%x-%j.out", "t.py"],
+    ],
+)
+def test_values_with_a_syntax_that_are_right_pass(capsys, argv):
+    _dry_run_command(capsys, argv)
 
 
 def test_module_with_arguments(capsys):

@@ -40,13 +40,15 @@ def plan(tmp_path: Path, **kw):
 
 
 def test_rendered_script_passes_bash_n(tmp_path: Path) -> None:
-    p = plan(tmp_path, job_name="we'ird $(name)\nnext", supernodes=2)
+    p = plan(tmp_path, job_name="we'ird $(name)", sbatch_args=("--comment=a\nnext",), supernodes=2)
     script = tmp_path / "job.sh"
     script.write_text(p.script)
     subprocess.run(["bash", "-n", str(script)], check=True)
-    # the job name cannot escape its comment line
+    # an sbatch argument listed in the header cannot escape its comment line
     for line in p.script.splitlines():
         assert not line.startswith("next")
+    with pytest.raises(InputError, match="-J/--job-name: .* holds a control character"):
+        plan(tmp_path, job_name="name\nnext")  # refused before anything is rendered
 
 
 def test_hostile_arguments_and_env_reach_the_program_literally(tmp_path: Path) -> None:

@@ -241,7 +241,12 @@ TYPES = [
         extra=[(4, ""), (5, ""), (6, ""), (7, "")],
     ),
     c("supernode-scalar", SN1_NAME, "  - ^sn1", "supernodes[1] must be a mapping", extra=[(7, "")]),
-    c("sn-name-map", SN0_NAME, "  - name: ^{a: 1}", "supernodes[0].name: expected a name, got a mapping"),
+    c(
+        "sn-name-map",
+        SN0_NAME,
+        "  - name: ^{a: 1}",
+        "supernodes[0].name: expected a name, got a mapping",
+    ),
     c(
         "sn-pod-string",
         SN0_NODES,
@@ -274,7 +279,12 @@ TYPES = [
     c("rack-missing-nodes", SN0_NODES, "    racks: [^{name: r1}]", "missing required key 'nodes'"),
     c("overrides-map", 0, "node_overrides: ^{a: 1}", "node_overrides must be a list"),
     c("override-bad-key", 0, "node_overrides: [{nodes: n0, ^cpu: 1}]", "unknown key 'cpu'"),
-    c("hcas-int-items", NICS, "  nics: {hcas: [^[a]]}", "nics.hcas[0]: expected a name, got a list"),
+    c(
+        "hcas-int-items",
+        NICS,
+        "  nics: {hcas: [^[a]]}",
+        "nics.hcas[0]: expected a name, got a list",
+    ),
 ]
 
 RANGES = [
@@ -811,8 +821,13 @@ NAMES = [
     c("ifname-null", NICS, "  nics: {socket_ifname: ^null}", "expected an interface name, got nu"),
     c("link-kind-int", L_NODE, "  node: {bandwidth_GBps: 1, latency_us: 2, kind: ^5}", "kind: exp"),
     c("partition-int", PART, "  partition: ^7", "slurm.partition: expected a name, got integer 7"),
-    c("partition-null", PART, "  partition:", "slurm.partition: expected a name, got null",
-      at=(21, 13)),
+    c(
+        "partition-null",
+        PART,
+        "  partition:",
+        "slurm.partition: expected a name, got null",
+        at=(21, 13),
+    ),
     c("strategy-bool", STRAT, "  strategy: ^no", "slurm.strategy: expected a name, got boolean"),
     c("spine-float", SPINE, "  spine_switch: ^1.0", "slurm.spine_switch: expected a name, got nu"),
     c("gres-name-bool", GNAME, "  gres_name: ^true", "slurm.gres_name: expected a name, got bool"),
