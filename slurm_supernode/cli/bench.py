@@ -18,7 +18,7 @@ import os
 import sys
 
 from slurm_supernode.bench.model import BACKENDS, TIMINGS
-from slurm_supernode.cli.options import non_negative, number, positive
+from slurm_supernode.cli.options import non_negative, number, positive, refuse_if
 from slurm_supernode.errors import InputError
 from slurm_supernode.fsutil import write_atomic
 from slurm_supernode.jobenv import SnrunSettings
@@ -140,6 +140,15 @@ def config_from_args(args: argparse.Namespace, env=os.environ):
 
     if args.sizes and (args.min_bytes or args.max_bytes):
         raise InputError("give --sizes or --min-bytes/--max-bytes, not both", where="--sizes")
+    refuse_if(
+        args,
+        "factor",
+        "--factor",
+        f"steps a range of sizes, and --sizes {args.sizes} names each size"
+        if args.sizes and "-" not in args.sizes
+        else None,
+        "give a range (--sizes 1K-1G --factor 4), or drop --factor",
+    )
     if args.min_bytes or args.max_bytes:
         low = parse_size(args.min_bytes or "1K", where="--min-bytes")
         high = parse_size(args.max_bytes or "1G", where="--max-bytes")

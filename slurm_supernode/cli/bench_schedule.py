@@ -15,7 +15,12 @@ from datetime import datetime
 from pathlib import Path
 
 from slurm_supernode.bench.model import BACKENDS
-from slurm_supernode.cli.options import add_service_job_arguments, non_negative, positive
+from slurm_supernode.cli.options import (
+    add_service_job_arguments,
+    non_negative,
+    positive,
+    refuse_if,
+)
 from slurm_supernode.jobenv import JobEnvironment, SnrunSettings
 
 # (dest, flag) of every job option, in the order they are written back for a schedule.
@@ -124,7 +129,55 @@ def bench_job(ns: argparse.Namespace, **extra):
     )
 
 
+def check_inapplicable(args: argparse.Namespace) -> None:
+    """Options given explicitly that this action cannot honour (defaults stay silent)."""
+    if args.action == "submit":
+        dry = "--dry-run submits nothing" if args.dry_run else None
+        refuse_if(
+            args,
+            "parsable",
+            "--parsable",
+            dry and f"prints a job id, and {dry}",
+            "drop --dry-run to submit, or drop --parsable",
+        )
+        refuse_if(
+            args,
+            "wait",
+            "-W/--wait",
+            dry and f"waits for the job, and {dry}",
+            "drop --dry-run to submit and wait, or drop -W",
+        )
+        return
+    action = next((f for d, f in _ACTIONS if getattr(args, d)), "--nightly")
+    refuse_if(
+        args,
+        "json",
+        "--json",
+        None if args.list else f"prints --list as JSON, and {action} lists nothing",
+        "use --list --json, or drop --json",
+    )
+    if action == "--nightly":
+        return
+    for dest, flag in (
+        *_JOB_OPTIONS,
+        ("mode", "--mode"),
+        ("run_now", "--run-now"),
+        ("name", "--name"),
+    ):
+        refuse_if(
+            args,
+            dest,
+            flag,
+            f"is a setting of the schedule --nightly installs, and {action} installs none",
+            f"drop {flag} (with --nightly HH:MM it applies)",
+        )
+
+
+_ACTIONS = (("list", "--list"), ("remove", "--remove"), ("resubmit", "--resubmit"))
+
+
 def run_action(args: argparse.Namespace) -> int:
+    check_inapplicable(args)
     if args.action == "submit":
         return _submit(args)
     if args.list:

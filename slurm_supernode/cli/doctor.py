@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from slurm_supernode.bench.model import BACKENDS
-from slurm_supernode.cli.options import add_service_job_arguments
+from slurm_supernode.cli.options import add_service_job_arguments, refuse_if
 from slurm_supernode.errors import InputError, JobError
 from slurm_supernode.jobenv import JobEnvironment, SnrunSettings
 
@@ -65,9 +65,56 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--in-job", action="store_true", help=argparse.SUPPRESS)
 
 
+# Options of the doctor job itself: they cannot apply when no job is made (--facts).
+_JOB_OPTIONS = (
+    ("nproc_per_node", "--nproc-per-node"),
+    ("backend", "--backend"),
+    ("size", "--size"),
+    ("iters", "--iters"),
+    ("checkpoint_dir", "--checkpoint-dir"),
+    ("db", "--db"),
+    ("time", "-t/--time"),
+    ("partition", "-p/--partition"),
+    ("profile", "--env-profile"),
+    ("jobs_dir", "--jobs-dir"),
+    ("timeout", "--timeout"),
+    ("dry_run", "--dry-run"),
+)
+
+
+def check_inapplicable(ns: argparse.Namespace) -> None:
+    """Options given explicitly that this run cannot honour (defaults stay silent)."""
+    for dest, option in _JOB_OPTIONS:
+        refuse_if(
+            ns,
+            dest,
+            option,
+            ns.facts
+            and "is a setting of the doctor job, and --facts judges a facts file again without one",
+            f"drop {option} with --facts",
+        )
+    for dest, option in (("time", "-t/--time"), ("partition", "-p/--partition")):
+        refuse_if(
+            ns,
+            dest,
+            option,
+            ns.job and f"is a setting of a new allocation, and --job {ns.job} runs in that job's",
+            f"drop {option} with --job",
+        )
+    for dest, option in (("timeout", "--timeout"), ("html", "--html"), ("json", "--json")):
+        refuse_if(
+            ns,
+            dest,
+            option,
+            ns.dry_run and "is about the report, and --dry-run only prints the job script",
+            f"drop --dry-run to run the doctor, or drop {option}",
+        )
+
+
 def run(ns: argparse.Namespace) -> int:
     if ns.in_job:
         return _in_job(ns)
+    check_inapplicable(ns)
     from slurm_supernode.cli.bench_schedule import site_argument
     from slurm_supernode.site.loader import load_site
 

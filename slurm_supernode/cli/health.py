@@ -13,7 +13,7 @@ import json
 import sys
 from dataclasses import asdict
 
-from slurm_supernode.cli.options import non_negative, number, positive
+from slurm_supernode.cli.options import non_negative, number, positive, refuse_if
 from slurm_supernode.jobenv import JobEnvironment, SnrunSettings
 
 
@@ -64,6 +64,20 @@ def run(ns: argparse.Namespace) -> int:
 
     if ns.path and ns.min_free_gb is None:
         raise InputError("needs --min-free-gb", where="--path", hint="e.g. --min-free-gb 10")
+    for dest, option in (
+        ("allreduce_backend", "--allreduce-backend"),
+        ("allreduce_nproc", "--allreduce-nproc"),
+        ("timeout", "--timeout"),
+    ):
+        refuse_if(
+            ns,
+            dest,
+            option,
+            None
+            if ns.allreduce
+            else "is a setting of the all-reduce check, and --allreduce was not given",
+            f"add --allreduce, or drop {option}",
+        )
     site = _site(ns.site)
     node = ns.node or JobEnvironment.from_environ().hostname()
     opts = HealthOptions(

@@ -83,6 +83,13 @@ def layout_from_args(ns: argparse.Namespace) -> Layout:
             where="--dp-replicate",
             hint="add --framework torchtitan, or drop --dp-replicate",
         )
+    if ns.framework == "torchtitan" and ns.ep == 1 and ns.etp not in (None, ns.tp):
+        raise InputError(
+            f"torchtitan uses no expert tensor parallel size without EP (its experts follow"
+            f" tp={ns.tp}), so {ns.etp} would be ignored",
+            where="--etp",
+            hint="give --ep N for expert parallelism, or drop --etp",
+        )
     return Layout(
         tp=ns.tp,
         cp=ns.cp,

@@ -115,6 +115,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     name = args[0] if args[0] in SUBCOMMANDS else "submit"
     rest = args[1:] if args[0] in SUBCOMMANDS else args
     prog = _prog(name)
+    from slurm_supernode.cli.options import explicit_options
+
     try:
         own = _own_args(name, rest)
         if "--debug" in rest[:own]:
@@ -123,6 +125,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser = build_parser(name)
         mod = _load(name)
         ns = mod.parse(parser, rest) if hasattr(mod, "parse") else parser.parse_args(rest)
+        ns.explicit = explicit_options(build_parser(name), rest[:own] if name == "submit" else rest)
         if isinstance(getattr(ns, "action", None), str):  # snrun site export, snrun bench run
             prog = f"{prog} {ns.action}"
         return int(mod.run(ns) or 0)

@@ -162,6 +162,34 @@ def number(
     return convert
 
 
+def explicit_options(parser: argparse.ArgumentParser, argv: list[str]) -> frozenset[str]:
+    """The dests the command line set itself, as opposed to their defaults.
+
+    An option given explicitly that the request cannot honour is refused; a default may still
+    adapt silently. ``parser`` must be a fresh one: its defaults are suppressed here, so that
+    parsing ``argv`` again leaves exactly the given options in the namespace.
+    """
+    _suppress_defaults(parser)
+    ns, _ = parser.parse_known_args(argv)
+    return frozenset(vars(ns))
+
+
+def _suppress_defaults(parser: argparse.ArgumentParser) -> None:
+    parser._defaults.clear()
+    for action in parser._actions:
+        action.default = argparse.SUPPRESS
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                _suppress_defaults(sub)
+
+
+def refuse_if(ns: argparse.Namespace, dest: str, option: str, why: str | None, instead: str):
+    """Refuse ``option`` (exit 2) when it was given explicitly and ``why`` says why it cannot
+    apply to this request; ``instead`` is the hint. ``ns.explicit`` comes from ``main``."""
+    if why and dest in getattr(ns, "explicit", ()):
+        raise InputError(why, where=option, hint=instead)
+
+
 # Upper bounds for counts given on the command line: far above any real machine, low enough
 # that nothing downstream allocates per unit of an absurd number.
 MAX_COUNT = 1_000_000

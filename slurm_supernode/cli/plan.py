@@ -10,7 +10,7 @@ import argparse
 import sys
 
 from slurm_supernode.cli.layout_args import add_layout_arguments, layout_from_args
-from slurm_supernode.cli.options import int_range, number
+from slurm_supernode.cli.options import int_range, number, refuse_if
 from slurm_supernode.errors import InputError, PlacementError
 from slurm_supernode.jobenv import JobEnvironment, SnrunSettings
 
@@ -123,6 +123,67 @@ def check_experts(layout, model) -> None:
         )
 
 
+def check_inapplicable(args: argparse.Namespace) -> None:
+    """Options given explicitly that this plan cannot use (their defaults stay silent)."""
+    rec = None if args.recommend else "--recommend was not given"
+    refuse_if(
+        args,
+        "top",
+        "--top",
+        rec and f"counts --recommend's layouts, and {rec}",
+        "add --recommend, or drop --top",
+    )
+    refuse_if(
+        args,
+        "device_memory",
+        "--device-memory",
+        rec and f"filters --recommend's layouts by memory, and {rec}",
+        "add --recommend, or drop --device-memory",
+    )
+    refuse_if(
+        args,
+        "rank_table_version",
+        "--rank-table-version",
+        None
+        if args.hccl_rank_table
+        else "is the version of --hccl-rank-table's file, and --hccl-rank-table was not given",
+        "add --hccl-rank-table OUT, or drop --rank-table-version",
+    )
+    refuse_if(
+        args,
+        "tflops",
+        "--tflops",
+        None
+        if args.compute_time is None
+        else "derives the compute time, and --compute-time gives it",
+        "give --compute-time or --tflops (with --mfu), not both",
+    )
+    refuse_if(
+        args,
+        "mfu",
+        "--mfu",
+        None
+        if args.tflops is not None and args.compute_time is None
+        else "scales --tflops into a compute time, and --tflops was not given",
+        "add --tflops PEAK, or drop --mfu (a --compute-time is used as measured)",
+    )
+    model = args.model is not None or any(
+        getattr(args, f.lstrip("-").replace("-", "_")) is not None for f, _, _ in MODEL_FLAGS
+    )
+    no_model = None if model else "the communication planner runs only for a model"
+    for dest, option in (
+        ("global_batch", "--global-batch"),
+        ("sequence_parallel", "--sequence-parallel"),
+    ):
+        refuse_if(
+            args,
+            dest,
+            option,
+            no_model and f"is a setting of the model's steps, and {no_model}",
+            "add --model NAME (or --hidden --layers --seq --params)",
+        )
+
+
 def run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
@@ -134,6 +195,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(
             "no nodelist given", where="--nodelist", hint="pass --nodelist or run inside a job"
         )
+    check_inapplicable(args)
     layout = layout_from_args(args)
     for option, out in (
         ("--hccl-rank-table", args.hccl_rank_table),

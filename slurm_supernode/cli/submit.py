@@ -6,7 +6,13 @@ import argparse
 import sys
 
 from slurm_supernode.cli.layout_args import add_layout_arguments, layout_from_args
-from slurm_supernode.cli.options import Renamed, add_env_profile_argument, non_negative, positive
+from slurm_supernode.cli.options import (
+    Renamed,
+    add_env_profile_argument,
+    non_negative,
+    positive,
+    refuse_if,
+)
 from slurm_supernode.launch.jobspec import JobSpec, parse_env_items
 
 
@@ -166,15 +172,88 @@ def parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespac
     return ns
 
 
-def spec_from_args(ns: argparse.Namespace) -> JobSpec:
+# snrun's own options that only a launcher takes: after SCRIPT / -m MODULE they go to the
+# program, which is almost certainly not what was meant (``snrun -m mod --fork-workers``).
+LAUNCHER_OPTIONS = (
+    "--fork-workers",
+    "--no-fork-workers",
+    "--no-snapshot",
+    "--preflight",
+    "--template-block",
+    "--env-profile",
+    "--jobs-dir",
+    "--allow-partial",
+    "--sbatch",
+    "--supernodes",
+    "--max-restarts",
+)
+_LAUNCHER_FLAGS = (
+    "--fork-workers",
+    "--no-fork-workers",
+    "--no-snapshot",
+    "--preflight",
+    "--allow-partial",
+)
+
+
+def check_inapplicable(ns: argparse.Namespace) -> None:
+    """Options given explicitly that this request cannot honour (defaults may adapt)."""
     from slurm_supernode.errors import InputError
 
+    program = f"-m {ns.module}" if ns.module is not None else ns.program
+    args = ns.args[: ns.args.index("--")] if "--" in ns.args else ns.args
+    for i, arg in enumerate(args):
+        name, eq, _ = arg.partition("=")
+        if name == "--fork-workers" and ns.module is not None:
+            raise InputError(
+                "forked workers are off for -m modules (torchrun forks a script file by its"
+                f" path), and after {program} the option would go to the module anyway",
+                where=name,
+                hint="to fork workers, give the script's path instead of -m; else drop it",
+            )
+        if name in LAUNCHER_OPTIONS:
+            takes = not eq and name not in _LAUNCHER_FLAGS and i + 1 < len(args)
+            given = " ".join(args[i : i + 1 + takes])
+            raise InputError(
+                f"given after {program}, so it would go to the program, not to snrun",
+                where=name,
+                hint=f"snrun's options go before the program: snrun {given} {program} ...;"
+                f" to pass it to the program, write it after '--'",
+            )
     if ns.json and not ns.dry_run:
         raise InputError(
             "only applies with --dry-run",
             where="--json",
             hint="snrun --dry-run --json ... prints the plan; --parsable prints the job id",
         )
+    dry = "--dry-run submits nothing" if ns.dry_run else None
+    refuse_if(
+        ns,
+        "parsable",
+        "--parsable",
+        dry and f"prints a job id, and {dry}",
+        "drop --dry-run to submit, or use --dry-run --json for a machine-readable plan",
+    )
+    refuse_if(
+        ns,
+        "wait",
+        "-W/--wait",
+        dry and f"waits for the job, and {dry}",
+        "drop --dry-run to submit and wait, or drop -W",
+    )
+    refuse_if(
+        ns,
+        "allow_partial",
+        "--allow-partial",
+        None if ns.nodes is not None else "keeps -N/--nodes exact, and no -N was given",
+        "give -N N with it (-S always asks for whole super nodes), or drop it",
+    )
+
+
+def spec_from_args(ns: argparse.Namespace) -> JobSpec:
+    from slurm_supernode.errors import InputError
+
+    check_inapplicable(ns)
     if ns.module is not None:
         program, args, module = ns.module, ([ns.program] if ns.program else []) + ns.args, True
     elif ns.program:

@@ -93,7 +93,7 @@ def plan_job(
     fork_workers = fork_default(spec, site) if spec.fork_workers is None else spec.fork_workers
     if fork_workers and spec.module:
         raise InputError(
-            "--fork-workers runs a script file, not a module",
+            "forked workers are off for -m modules: torchrun forks a script file by its path",
             where="--fork-workers",
             hint="give the script's path instead of -m, or drop --fork-workers",
         )

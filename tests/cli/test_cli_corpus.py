@@ -97,6 +97,57 @@ SYNTAX = [
     case([*S, "-d", "afterok:x", "t.py"], "snrun", "bad dependency"),
 ]
 
+# An option given explicitly that the request cannot honour: refused with why and what to use
+# instead (a default may still adapt silently; the second list shows those pass).
+INAPPLICABLE = [
+    case([*S, "-m", "mod", "--fork-workers"], "snrun", "--fork-workers: forked workers are off"),
+    case(
+        [*S, "--fork-workers", "-m", "mod"],
+        "snrun",
+        "--fork-workers: forked workers are off for -m modules: torchrun",
+    ),
+    case([*S, "t.py", "--no-snapshot"], "snrun", "--no-snapshot: given after t.py, so it would"),
+    case([*S, "t.py", "--lr", "1", "--env-profile", "x"], "snrun", "snrun --env-profile x t.py"),
+    case([*S, "-m", "pkg.t", "--max-restarts=2"], "snrun", "--max-restarts: given after -m pkg.t"),
+    case([*S, "t.py", "--preflight"], "snrun", "--preflight: given after t.py"),
+    case([*S, "t.py", "--supernodes", "2"], "snrun", "--supernodes: given after t.py"),
+    case([*S, "--parsable", "t.py"], "snrun", "--parsable: prints a job id, and --dry-run"),
+    case([*S, "-W", "t.py"], "snrun", "-W/--wait: waits for the job, and --dry-run submits"),
+    case([*S, "--wait", "--parsable", "t.py"], "snrun", "and --dry-run submits nothing"),
+    case([*S, "--allow-partial", "t.py"], "snrun", "--allow-partial: keeps -N/--nodes exact"),
+    case([*S, "-S", "1", "--allow-partial", "t.py"], "snrun", "--allow-partial: "),
+    case([*S, "--framework", "torchtitan", "--etp", "2", "t.py"], "snrun", "--etp: torchtitan"),
+    case([*P, "--framework", "torchtitan", "--tp", "2", "--etp", "4"], "snrun plan", "--etp: "),
+    case([*P, "--top", "3"], "snrun plan", "--top: counts --recommend's layouts"),
+    case([*P, "--top", "10"], "snrun plan", "--top: "),  # the default value, given explicitly
+    case([*P, "--device-memory", "80"], "snrun plan", "--device-memory: filters --recommend"),
+    case([*P, "--rank-table-version", "1.2"], "snrun plan", "--rank-table-version: is the ver"),
+    case([*P, *MODEL, "--compute-time", "1", "--tflops", "900"], "snrun plan", "--tflops: "),
+    case([*P, *MODEL, "--compute-time", "1", "--mfu", "0.5"], "snrun plan", "--mfu: scales"),
+    case([*P, "--mfu", "0.4"], "snrun plan", "--mfu: "),
+    case([*P, "--global-batch", "64"], "snrun plan", "--global-batch: is a setting of the model"),
+    case([*P, "--sequence-parallel"], "snrun plan", "--sequence-parallel: "),
+    case(["health", "--allreduce-nproc", "2"], "snrun health", "--allreduce-nproc: is a setting"),
+    case(["health", "--allreduce-backend", "gloo"], "snrun health", "add --allreduce"),
+    case(["health", "--timeout", "30"], "snrun health", "--timeout: is a setting of the all-red"),
+    case(["doctor", "--facts", "f.json", "--iters", "3"], "snrun doctor", "--iters: is a setting"),
+    case(["doctor", "--facts", "f.json", "-t", "1:00"], "snrun doctor", "-t/--time: is a setting"),
+    case(["doctor", "--facts", "f.json", "--dry-run"], "snrun doctor", "--dry-run: is a setting"),
+    case(["doctor", "--facts", "f.json", "--backend", "gloo"], "snrun doctor", "drop --backend"),
+    case(["doctor", "--job", "5", "-p", "main"], "snrun doctor", "-p/--partition: is a setting"),
+    case(["doctor", "--dry-run", "--json"], "snrun doctor", "--json: is about the report"),
+    case(["doctor", "--dry-run", "--html", "x.html"], "snrun doctor", "--html: is about the rep"),
+    case(["bench", "run", "--sizes", "1K,1M", "--factor", "4"], "snrun bench run", "--factor: "),
+    case(["bench", "submit", "--dry-run", "--parsable"], "snrun bench submit", "--parsable: "),
+    case(["bench", "submit", "--dry-run", "-W"], "snrun bench submit", "-W/--wait: waits for"),
+    case(["bench", "schedule", "--list", "--sizes", "1K"], "snrun bench schedule", "--sizes: "),
+    case(["bench", "schedule", "--list", "--mode", "chain"], "snrun bench schedule", "--mode: "),
+    case(["bench", "schedule", "--remove", "x", "--run-now"], "snrun bench schedule", "--run-n"),
+    case(["bench", "schedule", "--remove", "x", "--json"], "snrun bench schedule", "--json: "),
+    case(["bench", "schedule", "--nightly", "02:00", "--json"], "snrun bench schedule", "--json"),
+    case(["bench", "schedule", "--list", "-S", "2"], "snrun bench schedule", "-S: is a setting"),
+]
+
 PLAN = [
     case([*P, "--tp", "0"], "snrun plan", "--tp: must be >= 1, got 0"),
     case([*P, "--tp", "abc"], "snrun plan", "--tp: must be a whole number, got 'abc'"),
@@ -261,7 +312,7 @@ OUTPUT_KINDS = [f"{c}-{k}" for c in ("site-export-o", "plan-nccl-topo", "plan-ra
                 for k in ("missing-dir", "parent-is-file", "is-directory", "fifo",
                           "name-too-long")]  # fmt: skip
 
-CASES = SUBMIT + SYNTAX + PLAN + SITE + STATUS_CANCEL + BENCH + HEALTH
+CASES = SUBMIT + SYNTAX + INAPPLICABLE + PLAN + SITE + STATUS_CANCEL + BENCH + HEALTH
 
 
 @pytest.fixture(autouse=True)
@@ -341,6 +392,45 @@ def test_script_keeps_its_own_options(capsys):
 )
 def test_values_with_a_syntax_that_are_right_pass(capsys, argv):
     _dry_run_command(capsys, argv)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--no-fork-workers", "-m", "pkg.train"],  # what -m does anyway: nothing to refuse
+        ["-N", "2", "--allow-partial", "t.py"],
+        ["t.py", "--", "--no-snapshot"],  # after '--' it is the program's, deliberately
+        ["t.py", "--debug", "--tp", "2", "--json"],  # options a program may well have
+        ["--framework", "torchtitan", "--tp", "2", "--etp", "2", "t.py"],
+    ],
+)
+def test_options_that_apply_pass(capsys, argv):
+    _dry_run_command(capsys, argv)
+
+
+def test_defaults_that_cannot_apply_stay_silent(capsys):
+    """--top and --mfu have defaults; --timeout too (health): left out, nothing is refused."""
+    assert main([*P]) == 0
+    assert main(["plan", "--site", "local", "--nodelist", "n[0-3]", *MODEL, "--compute-time",
+                 "1"]) == 0  # fmt: skip
+    capsys.readouterr()
+
+
+def test_undefined_template_value_says_what_exists(tmp_path, capsys):
+    tmpl = tmp_path / "mine.sh.j2"
+    tmpl.write_text("#!/bin/bash\n# {{ job_name|comment }}\necho {{ job_dir }} {{ jobdir }}\n")
+    assert main([*S, "--template", str(tmpl), "t.py"]) == 2
+    line = check_one_line(capsys.readouterr().err, "snrun", f"{tmpl}:3: template uses an undefined")
+    assert "'jobdir' is undefined" in line
+    assert "job_dir, job_name" in line and "docs/snrun.md" in line
+    block = tmp_path / "setup.j2"
+    block.write_text("cd {{ workdir }}\n{{ site_name.nope }}\n")
+    assert main([*S, "--template-block", f"setup={block}", "t.py"]) == 2
+    line = check_one_line(capsys.readouterr().err, "snrun", f"{block}:2: template uses an undef")
+    assert "has no attribute 'nope'" in line and "site_name" in line
+    tmpl.write_text("{{ nodes / 0 }}\n")
+    assert main([*S, "--template", str(tmpl), "t.py"]) == 2
+    check_one_line(capsys.readouterr().err, "snrun", f"{tmpl}:1: template expression failed")
 
 
 def test_module_with_arguments(capsys):

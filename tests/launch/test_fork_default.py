@@ -37,5 +37,5 @@ def test_modules_and_ascend_sites_spawn_by_default(tmp_path):
 
 
 def test_an_explicit_fork_of_a_module_is_refused(tmp_path):
-    with pytest.raises(InputError, match="--fork-workers runs a script file"):
+    with pytest.raises(InputError, match="--fork-workers: forked workers are off for -m modules"):
         plan(tmp_path, program="pkg.train", module=True, fork_workers=True)

@@ -179,7 +179,7 @@ def test_template_cache_off_unwritable_or_foreign_costs_only_the_compile(
 
 
 def test_fork_workers_refuses_a_module(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match="--fork-workers runs a script file"):
+    with pytest.raises(InputError, match="forked workers are off for -m modules"):
         plan(tmp_path, program="pkg.train", module=True, fork_workers=True)
     job = plan(tmp_path, fork_workers=True)
     assert job.agent_inputs["fork_workers"] is True

@@ -259,8 +259,12 @@ def test_framework_options_reach_the_plan(site, capsys):
     assert doc["groups"]["ep"]["stride"] == 1
     assert main([*argv, "--framework", "torchtitan", "--etp", "1"]) == 0  # its only etp
     assert json.loads(capsys.readouterr().out)["groups"]["ep"]["stride"] == 1
-    assert main([*argv[:-3], "--json", "--framework", "torchtitan", "--etp", "1"]) == 0
-    assert json.loads(capsys.readouterr().out)["layout"]["etp"] == 2  # no EP: etp has no effect
+    assert main([*argv[:-3], "--json", "--framework", "torchtitan", "--etp", "2"]) == 0
+    assert json.loads(capsys.readouterr().out)["layout"]["etp"] == 2  # no EP: experts follow tp
+    # without EP torchtitan has no etp of its own: an --etp other than tp would be ignored
+    assert main([*argv[:-3], "--json", "--framework", "torchtitan", "--etp", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "--etp: torchtitan uses no expert tensor parallel size without EP" in err
 
 
 @pytest.mark.parametrize(
