@@ -999,3 +999,53 @@ def test_long_site_name_is_one_short_line(capsys):
     assert main(["site", "validate", "y" * 5000]) == 2
     line = assert_one_line(capsys.readouterr().err, "", "file name is too long")
     assert len(line) < 300
+
+
+# -- every name field, every kind YAML reads that is not text -----------------------------------
+NAME_FIELDS = [
+    (NAME, "name: {v}"),
+    (VENDOR, "vendor: {v}"),
+    (SN0_NAME, "  - name: {v}"),
+    (SN1_NODES, "    nodes: {v}"),
+    (GTYPE, "  gres_type: {v}"),
+    (GFILE, "  gres_file: {v}"),
+    (NICS, "  nics: {{socket_ifname: {v}, hcas: [mlx5_0, mlx5_1]}}"),
+    (NICS, "  nics: {{socket_ifname: eth0, hcas: {v}}}"),
+    (NICS, "  nics: {{socket_ifname: eth0, hcas: [mlx5_0, {v}]}}"),
+    (L_SN, "  supernode: {{bandwidth_GBps: 200, latency_us: 4, kind: {v}}}"),
+    (PART, "  partition: {v}"),
+    (STRAT, "  strategy: {v}"),
+    (SPINE, "  spine_switch: {v}"),
+    (GNAME, "  gres_name: {v}"),
+    (SNPARTS, "  supernode_partitions: {v}"),
+    (SNPARTS, "  supernode_partitions: [main, {v}]"),
+    (NOPTS, "  node_options: {{{v}: localhost}}"),
+    (ENV_DEFAULT, "  {v}: {{NCCL_DEBUG: INFO}}"),
+    (ENV_DEFAULT, "  default: {{{v}: INFO}}"),
+    (JOBS_DIR, "  jobs_dir: {v}"),
+    (0, "doctor: {{checkpoint_dir: {v}}}"),
+    (0, "host_ip: {{nodes: {{n0: {v}}}}}"),
+    (0, "host_ip: {{nodes: {{{v}: 10.0.0.1}}}}"),
+    (0, "host_ip: {v}"),
+    (0, "node_overrides: [{{nodes: {v}, cpus: 8}}]"),
+]
+NOT_TEXT = {"integer": "5", "number": "1.5", "boolean": "True", "null": "~", "date": "2024-01-01"}
+
+
+@pytest.mark.parametrize("kind", NOT_TEXT)
+@pytest.mark.parametrize(("line", "text"), NAME_FIELDS, ids=[t for _, t in NAME_FIELDS])
+def test_every_name_field_refuses_values_that_are_not_text(tmp_path, capsys, line, text, kind):
+    value = NOT_TEXT[kind]
+    case = c("sweep", line, text.format(v="^" + value), "")
+    content, loc = case.render()
+    path = tmp_path / "site.yaml"
+    path.write_text(content)
+    assert main(["site", "validate", str(path)]) == 2
+    got = "null" if kind == "null" else f"{kind} {value}"
+    line_text = assert_one_line(capsys.readouterr().err, f"{path}:{loc[0]}:{loc[1]}: ", "")
+    assert ": expected " in line_text and f", got {got} (hint: " in line_text, line_text
+    # the same value quoted is a name
+    if kind != "null":
+        quoted, _ = c("sweep", line, text.format(v=f'^"{value}"'), "").render()
+        _, problems = parse_site(quoted, "t.yaml")
+        assert not any("expected" in p.message for p in problems), problems
