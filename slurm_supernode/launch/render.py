@@ -116,7 +116,7 @@ def _block_override(
         if name not in BLOCKS:
             raise InputError(
                 f"unknown template block {name!r}",
-                where="--block",
+                where="--template-block",
                 hint="valid: " + ", ".join(BLOCKS),
             )
         try:
