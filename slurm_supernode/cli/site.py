@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from slurm_supernode.cli.options import int_range, refuse_if
+from slurm_supernode.cli.options import int_range
 from slurm_supernode.errors import InputError
 
 
@@ -91,14 +91,6 @@ def _export(args: argparse.Namespace) -> int:
     from slurm_supernode.fsutil import check_output_path, write_atomic
     from slurm_supernode.site.export import export, export_warnings
 
-    versioned = ("topology-block", "topology-yaml", "job-submit-lua")  # what the version changes
-    refuse_if(
-        args,
-        "slurm_version",
-        "--slurm-version",
-        None if args.fmt in versioned else f"--format {args.fmt} is the same for every Slurm",
-        "drop it; it applies to --format " + ", ".join(versioned),
-    )
     if args.output:
         check_output_path(args.output, "-o/--output")
     site = _load(args.file)

@@ -147,16 +147,6 @@ INAPPLICABLE = [
     case(["bench", "schedule", "--nightly", "02:00", "--json"], "snrun bench schedule", "--json"),
     case(["bench", "schedule", "--list", "-S", "2"], "snrun bench schedule", "-S: is a setting"),
     case(
-        ["site", "export", "local", "-f", "gres", "--slurm-version", "23.11"],
-        "snrun site export",
-        "--slurm-version: --format gres is the same for every Slurm",
-    ),
-    case(
-        ["site", "export", "local", "-f", "slurm-nodes", "--slurm-version", "24.11"],
-        "snrun site export",
-        "--slurm-version: ",
-    ),
-    case(
         [*S, "--template-block", f"nope={ROOT}/README.md", "t.py"],
         "snrun",
         "unknown template block",
