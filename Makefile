@@ -25,6 +25,7 @@ lint:
 	ruff check slurm_supernode tests bench contrib
 	ruff format --check slurm_supernode tests bench contrib
 	lint-imports  # layer contracts: .importlinter
+	mypy  # types: [tool.mypy] in pyproject.toml (strict on slurm/, placement/, runtime/, launch/)
 
 format:
 	ruff format slurm_supernode tests bench contrib
@@ -66,4 +67,4 @@ cluster-down:
 	$(MC) down --slurm $(SLURM)
 
 clean:
-	rm -rf build dist *.egg-info .pytest_cache .ruff_cache
+	rm -rf build dist *.egg-info .pytest_cache .ruff_cache .mypy_cache

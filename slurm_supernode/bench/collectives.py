@@ -25,6 +25,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
 
 from slurm_supernode.bench.groups import (
     RankIdentity,
@@ -43,6 +44,9 @@ from slurm_supernode.bench.model import (
 )
 from slurm_supernode.errors import InputError
 from slurm_supernode.jobenv import JobEnvironment
+
+if TYPE_CHECKING:  # torch only inside functions at run time (module docstring)
+    import torch
 
 REDUCING = ("all_reduce", "reduce_scatter")
 CHUNKED = ("all_gather", "reduce_scatter", "all_to_all")  # size split into n equal chunks
@@ -446,7 +450,7 @@ def run_benchmark(config: BenchConfig, env: Mapping[str, str] | None = None) -> 
         device = torch.device("cpu")
     owns_group = not dist.is_initialized()
     if owns_group:
-        kwargs = {"device_id": device} if backend == "nccl" else {}
+        kwargs: dict[str, Any] = {"device_id": device} if backend == "nccl" else {}
         dist.init_process_group(backend=backend, **kwargs)
     try:
         return _run(config, env, backend, timing, device)
@@ -455,14 +459,52 @@ def run_benchmark(config: BenchConfig, env: Mapping[str, str] | None = None) -> 
             dist.destroy_process_group()
 
 
-def _run(config, env, backend, timing, device) -> BenchRun | None:
+def _run(
+    config: BenchConfig, env: Mapping[str, str], backend: str, timing: str, device: torch.device
+) -> BenchRun | None:
     import torch.distributed as dist
 
     rank, world = dist.get_rank(), dist.get_world_size()
     started = time.time()
     me = rank_identity({**env, "RANK": str(rank)}, supernode_size=config.supernode_size)
-    ids: list[RankIdentity | None] = [None] * world
-    dist.all_gather_object(ids, me)
+    gathered_ids: list[RankIdentity | None] = [None] * world
+    dist.all_gather_object(gathered_ids, me)
+    ids = cast("list[RankIdentity]", gathered_ids)  # all_gather_object filled every rank's
+    samples = _measure_scopes(config, ids, rank, timing, device)
+    gathered: list[list[_Sample] | None] = [None] * world
+    dist.all_gather_object(gathered, samples)
+    if rank != 0:
+        return None
+    supernode, nodes, hosts = describe_placement(ids)
+    flat = [s for part in gathered for s in (part or [])]
+    return BenchRun(
+        run_id=uuid.uuid4().hex,
+        time=started,
+        site=config.site,
+        supernode=supernode,
+        nodes=nodes,
+        world_size=world,
+        backend=backend,
+        timing=timing,
+        job_id=config.job_id,
+        hosts=hosts,
+        versions=_versions(backend),
+        results=tuple(aggregate(flat)),
+        group_results=tuple(group_results(flat)),
+    )
+
+
+def _measure_scopes(
+    config: BenchConfig,
+    ids: Sequence[RankIdentity],
+    rank: int,
+    timing: str,
+    device: torch.device,
+) -> list[_Sample]:
+    """This rank's samples of every (scope, collective, dtype, size); every rank runs every
+    block (a rank outside the scope's groups only keeps the progress count)."""
+    import torch.distributed as dist
+
     plans = {s: scope_groups(ids, s) for s in config.scopes}
     blocks = [
         (scope, coll, dtype)
@@ -495,27 +537,7 @@ def _run(config, env, backend, timing, device) -> BenchRun | None:
                         progress.step(label, last)
     finally:
         progress.close()
-    gathered: list[list[_Sample] | None] = [None] * world
-    dist.all_gather_object(gathered, samples)
-    if rank != 0:
-        return None
-    supernode, nodes, hosts = describe_placement(ids)
-    flat = [s for part in gathered for s in (part or [])]
-    return BenchRun(
-        run_id=uuid.uuid4().hex,
-        time=started,
-        site=config.site,
-        supernode=supernode,
-        nodes=nodes,
-        world_size=world,
-        backend=backend,
-        timing=timing,
-        job_id=config.job_id,
-        hosts=hosts,
-        versions=_versions(backend),
-        results=tuple(aggregate(flat)),
-        group_results=tuple(group_results(flat)),
-    )
+    return samples
 
 
 def _measure(config, scope, coll, dtype, size, groups, index, handles, rank, timing, device):

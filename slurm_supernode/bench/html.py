@@ -31,8 +31,8 @@ class Series:
 def _ticks(lo: float, hi: float, log: bool) -> list[float]:
     if log:
         a, b = math.floor(math.log2(lo)), math.ceil(math.log2(hi))
-        step = max(1, (b - a) // 8)
-        return [2.0**e for e in range(a, b + 1, step)]
+        exp_step = max(1, (b - a) // 8)
+        return [2.0**e for e in range(a, b + 1, exp_step)]
     if hi <= lo:
         return [lo]
     raw = (hi - lo) / 5

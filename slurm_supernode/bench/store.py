@@ -208,7 +208,8 @@ class ResultStore:
 
     def runs(self, *, site: str | None = None, good: bool | None = None) -> list[RunInfo]:
         """Runs, oldest first."""
-        sql, args = "SELECT * FROM runs WHERE 1=1", []
+        sql = "SELECT * FROM runs WHERE 1=1"
+        args: list[str | int] = []
         if site is not None:
             sql, args = sql + " AND site = ?", [*args, site]
         if good is not None:

@@ -21,11 +21,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("command", nargs="*", metavar="-- CMD", help="command to run (default: a shell)")
     # argparse cannot take options after JOB and then `-- CMD` (it fills the positionals at
     # once): everything after the first `--` is the command, as the usage line says.
-    p.parse_args = functools.partial(_parse, p)  # type: ignore[method-assign]
+    p.parse_args = functools.partial(_parse, p)  # type: ignore[method-assign, assignment]
 
 
 def _parse(
-    parser: argparse.ArgumentParser, args: list[str] | None = None, namespace: object = None
+    parser: argparse.ArgumentParser,
+    args: list[str] | None = None,
+    namespace: argparse.Namespace | None = None,
 ) -> argparse.Namespace:
     import sys
 
@@ -34,7 +36,7 @@ def _parse(
     if "--" in words:
         i = words.index("--")
         words, tail = words[:i], words[i + 1 :]
-    ns = argparse.ArgumentParser.parse_args(parser, words, namespace)  # type: ignore[arg-type]
+    ns = argparse.ArgumentParser.parse_args(parser, words, namespace)
     ns.command = [*ns.command, *tail]
     return ns
 
@@ -58,7 +60,7 @@ def run(ns: argparse.Namespace) -> int:
     job_dir = job_dir_of(ns)
     job_id = current_job_id(job_dir)
     info = job_info(job_id) if job_id else None
-    if info is None or not info.running or not info.nodelist:
+    if job_id is None or info is None or not info.running or not info.nodelist:
         state = info.state if info else "unknown to Slurm"
         raise JobError(f"job {job_id or ns.job} is not running ({state})", where="JOB")
     hosts = expand(info.nodelist)

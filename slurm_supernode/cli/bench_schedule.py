@@ -13,6 +13,7 @@ import os
 import sys
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from slurm_supernode.bench.model import BACKENDS
 from slurm_supernode.cli.options import (
@@ -22,6 +23,9 @@ from slurm_supernode.cli.options import (
     refuse_if,
 )
 from slurm_supernode.jobenv import JobEnvironment, SnrunSettings
+
+if TYPE_CHECKING:
+    from slurm_supernode.launch.job import JobPlan
 
 # (dest, flag) of every job option, in the order they are written back for a schedule.
 _JOB_OPTIONS = (
@@ -189,7 +193,9 @@ def run_action(args: argparse.Namespace) -> int:
     return _install(args)
 
 
-def submit_bench(ns: argparse.Namespace, *, dry_run: bool = False, **extra) -> tuple[object, int]:
+def submit_bench(
+    ns: argparse.Namespace, *, dry_run: bool = False, **extra: Any
+) -> tuple[JobPlan, int]:
     """Plan and (unless ``dry_run``) submit; returns (plan, job id or 0)."""
     from slurm_supernode.bench.submit import plan_bench
     from slurm_supernode.launch.facts import gather_facts

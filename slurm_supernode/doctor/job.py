@@ -12,6 +12,7 @@ import dataclasses
 import random
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from slurm_supernode.bench.submit import TEMPLATE, BenchJob, choose_supernodes
 from slurm_supernode.errors import InputError
@@ -76,6 +77,7 @@ def plan_doctor(
     """The doctor job's plan (request, job directory, script). Pure."""
     sbatch_args = ["--no-requeue"]
     sub_site = site
+    size: dict[str, Any]  # the JobSpec fields of the job's size
     if job.hosts:
         unknown = [h for h in job.hosts if not site.has_node(h)]
         if unknown:

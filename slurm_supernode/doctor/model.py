@@ -181,10 +181,10 @@ class DoctorReport:
 
     @property
     def status(self) -> int:
-        return overall_status(self.findings)  # type: ignore[arg-type]  # any .status works
+        return overall_status(self.findings)
 
     def step_status(self, step: str) -> int:
-        return overall_status([f for f in self.findings if f.step == step])  # type: ignore[arg-type]
+        return overall_status([f for f in self.findings if f.step == step])
 
     def to_dict(self) -> dict:
         return {

@@ -26,53 +26,72 @@ def storage_step(site: Site, facts: DoctorFacts, cfg: DoctorSettings) -> list[Fi
     for path, items in by_path.items():
         ok_items = []
         for host, s in items:
-            problems = []
-            if s.error:
-                problems.append(s.error)
-            else:
-                if cfg.min_write_mbps and s.write_mbps < cfg.min_write_mbps:
-                    problems.append(f"write {s.write_mbps:.0f} MB/s")
-                if cfg.min_read_mbps and s.read_mbps < cfg.min_read_mbps:
-                    problems.append(f"read {s.read_mbps:.0f} MB/s")
-                if cfg.min_free_gb and (s.free_bytes or 0) / 1e9 < cfg.min_free_gb:
-                    problems.append(f"{(s.free_bytes or 0) / 1e9:.1f} GB free")
+            problems = _problems(s, cfg)
             if problems:
-                out.append(
-                    Finding(
-                        "storage",
-                        "storage",
-                        CRITICAL,
-                        f"{path}: " + ", ".join(problems),
-                        expected=floors,
-                        where=host,
-                        next=f"df -h {path}; the file system's health; another "
-                        "checkpoint dir (site doctor.checkpoint_dir)",
-                    )
-                )
+                out.append(_below_floor(path, host, problems, floors))
             else:
                 ok_items.append((host, s))
-        if not ok_items:
-            continue
-        writes = [s.write_mbps for _, s in ok_items]
-        reads = [s.read_mbps for _, s in ok_items]
-        slowest = min(ok_items, key=lambda hs: hs[1].write_mbps)
-        free = min((s.free_bytes or 0) for _, s in ok_items) / 1e9
-        med = statistics.median(writes)
-        status = OK
-        note = ""
-        if len(ok_items) > 1 and slowest[1].write_mbps < med * (1 - cfg.slow_pct / 100):
-            status, note = WARNING, f"; slowest writer {slowest[0]}"
-        out.append(
-            Finding(
-                "storage",
-                "storage",
-                status,
-                f"{path}: write {min(writes):.0f}-"
-                f"{max(writes):.0f} MB/s, read {min(reads):.0f}-{max(reads):.0f} MB/s"
-                f" (page cache dropped), >= {free:.1f} GB free{note}",
-                expected=floors,
-                where=hosts_text(h for h, _ in ok_items),
-                next="" if status == OK else f"the disk or mount of {slowest[0]}",
-            )
-        )
+        if ok_items:
+            out.append(_passed(path, ok_items, cfg, floors))
     return out
+
+
+def _rates(s: StorageFacts) -> tuple[float, float]:
+    """Write and read rate of a directory the probe tested (it gives both unless it failed)."""
+    assert s.write_mbps is not None and s.read_mbps is not None, s
+    return s.write_mbps, s.read_mbps
+
+
+def _problems(s: StorageFacts, cfg: DoctorSettings) -> list[str]:
+    """What puts one node's directory below the site's floors (or its probe's error)."""
+    if s.error:
+        return [s.error]
+    problems = []
+    write, read = _rates(s)
+    if cfg.min_write_mbps and write < cfg.min_write_mbps:
+        problems.append(f"write {write:.0f} MB/s")
+    if cfg.min_read_mbps and read < cfg.min_read_mbps:
+        problems.append(f"read {read:.0f} MB/s")
+    if cfg.min_free_gb and (s.free_bytes or 0) / 1e9 < cfg.min_free_gb:
+        problems.append(f"{(s.free_bytes or 0) / 1e9:.1f} GB free")
+    return problems
+
+
+def _below_floor(path: str, host: str, problems: list[str], floors: str) -> Finding:
+    return Finding(
+        "storage",
+        "storage",
+        CRITICAL,
+        f"{path}: " + ", ".join(problems),
+        expected=floors,
+        where=host,
+        next=f"df -h {path}; the file system's health; another "
+        "checkpoint dir (site doctor.checkpoint_dir)",
+    )
+
+
+def _passed(
+    path: str, ok_items: list[tuple[str, StorageFacts]], cfg: DoctorSettings, floors: str
+) -> Finding:
+    """The nodes above the floors, as one finding: their range, and a writer much slower than
+    the median as a warning."""
+    writes = [_rates(s)[0] for _, s in ok_items]
+    reads = [_rates(s)[1] for _, s in ok_items]
+    slowest, slowest_write = min(((h, _rates(s)[0]) for h, s in ok_items), key=lambda hw: hw[1])
+    free = min((s.free_bytes or 0) for _, s in ok_items) / 1e9
+    med = statistics.median(writes)
+    status = OK
+    note = ""
+    if len(ok_items) > 1 and slowest_write < med * (1 - cfg.slow_pct / 100):
+        status, note = WARNING, f"; slowest writer {slowest}"
+    return Finding(
+        "storage",
+        "storage",
+        status,
+        f"{path}: write {min(writes):.0f}-"
+        f"{max(writes):.0f} MB/s, read {min(reads):.0f}-{max(reads):.0f} MB/s"
+        f" (page cache dropped), >= {free:.1f} GB free{note}",
+        expected=floors,
+        where=hosts_text(h for h, _ in ok_items),
+        next="" if status == OK else f"the disk or mount of {slowest}",
+    )

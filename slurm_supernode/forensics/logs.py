@@ -80,7 +80,7 @@ def _node_layout(job_dir: Path, node: str, attempt: int) -> tuple[int | None, in
 
 def rank_logs(job_dir: Path, attempt: int) -> list[RankLog]:
     """Every rank's log folder of ``attempt``, sorted by rank."""
-    out = []
+    out: list[RankLog] = []
     root = attempt_dir(job_dir, attempt)
     if not root.is_dir():
         return []

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from slurm_supernode.hostlist import HostlistError, expand_paths
 
@@ -38,7 +39,14 @@ class CheckResult:
         return STATUS_NAMES[self.status]
 
 
-def overall_status(results: Iterable[CheckResult]) -> int:
+class HasStatus(Protocol):
+    """A check's result or a doctor finding: anything with a Nagios status."""
+
+    @property
+    def status(self) -> int: ...
+
+
+def overall_status(results: Iterable[HasStatus]) -> int:
     """The worst status: CRITICAL > WARNING > UNKNOWN > OK (an unknown check must not hide a
     failing one, and must not pass as ok either)."""
     statuses = {r.status for r in results}
@@ -181,7 +189,7 @@ def node_action(
     with ``snrun:``: a node drained by an admin or another tool is never resumed. Unknown
     decides nothing.
     """
-    ours = bool(reason) and reason.startswith(DRAIN_PREFIX)
+    ours = bool(reason and reason.startswith(DRAIN_PREFIX))
     if status == CRITICAL:
         return "drain" if drain and not drained else None
     if status in (OK, WARNING) and resume_ok and drained and ours:

@@ -48,13 +48,16 @@ def run_tool(argv: list[str], timeout: float = TOOL_TIMEOUT) -> tuple[int, str]:
 
 def device_check(site: Site | None, opts: HealthOptions) -> CheckResult:
     node = site.node(opts.node) if site is not None and site.has_node(opts.node) else None
-    if node is None and opts.expect_devices is None:
+    if opts.expect_devices is not None:
+        expected = opts.expect_devices
+    elif node is not None:
+        expected = node.devices
+    else:
         return CheckResult(
             "devices", checks.UNKNOWN, f"node {opts.node} is not in the site; --expect-devices N"
         )
     vendor = site.vendor if site is not None else "nvidia"
     pattern = node.spec.gres_file if node is not None else None
-    expected = opts.expect_devices if opts.expect_devices is not None else node.devices
     candidates = checks.device_paths(pattern, vendor, max(expected, node.devices if node else 0))
     present = [p for p in candidates if os.path.exists(p)]
     return checks.check_devices(candidates, present, expected)

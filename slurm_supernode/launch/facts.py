@@ -24,7 +24,7 @@ def gather_facts(site: Site, *, required: bool) -> ClusterFacts | None:
         return None
     default = next((p.name for p in parts if p.default), None)
     return ClusterFacts(
-        version=tuple(feats.version)[:3],
+        version=(feats.version.major, feats.version.minor, feats.version.patch),
         topology_plugin=feats.topology_plugin,
         supports_segment=bool(feats.supports_segment),
         has_block=feats.has_block,

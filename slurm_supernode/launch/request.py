@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 from slurm_supernode.errors import InputError
 from slurm_supernode.launch.jobspec import JobSpec, check_time
@@ -68,7 +69,7 @@ class SbatchRequest:
             args += [":", *comp]
         return args
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "strategy": self.strategy,
             "nodes": self.nodes,

@@ -272,7 +272,9 @@ def _slots(rm: RankMap) -> tuple[int, bool]:
 
 
 # -- checks on a built map ---------------------------------------------------------------
-def run_checks(rm: RankMap, site: Site, spans: dict[str, Counter[str]] | None = None) -> tuple:
+def run_checks(
+    rm: RankMap, site: Site, spans: dict[str, Counter[str]] | None = None
+) -> tuple[Check, ...]:
     """Every guarantee, checked on the map itself (not assumed from the construction)."""
     spans = spans if spans is not None else all_spans(rm)
     out: list[Check] = []
@@ -342,9 +344,11 @@ def _island_check(rm: RankMap, site: Site, dim: str = "tp") -> Check:
         return Check(name, True, f"{dim}=1")
     stride = grids.all_strides(lay)[dim]
     bad = 0
-    islands: dict[tuple, tuple[int, dict[int, int]]] = {}  # device_groups -> (size, device->island)
+    # device_groups -> (size, device->island)
+    islands: dict[tuple[tuple[int, ...], ...], tuple[int, dict[int, int]]] = {}
     nodes = rm.nodes
-    per_node: dict[tuple, int] = {}  # (devices, islands) -> crossing groups on such a node
+    # (devices, islands) -> crossing groups on such a node
+    per_node: dict[tuple[tuple[int, ...], tuple[tuple[int, ...], ...]], int] = {}
     repeats = nproc % (tp * stride) == 0  # every node holds whole groups, the same pattern
 
     def crossing(first: int, where: dict[int, int]) -> bool:

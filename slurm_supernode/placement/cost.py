@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from slurm_supernode.errors import InputError
 from slurm_supernode.placement.checks import slowest_level, span_counts
@@ -31,9 +33,12 @@ STATE_BYTES_PER_PARAM = 16
 # link levels from fastest to slowest, with the optional island level inside a node
 LEVEL_ORDER = ("node", CROSS_ISLAND, "supernode", "inter")
 
+# a node's (visible devices, device groups): what decides whether an in-node group crosses islands
+NodeDevices = tuple[tuple[int, ...], tuple[tuple[int, ...], ...]]
+
 # kind -> (bytes one rank sends per byte of buffer, latency steps), ring algorithms (nccl-tests'
 # busbw factors: a link running at its bus bandwidth moves a collective in size x factor / bw)
-COLLECTIVES = {
+COLLECTIVES: dict[str, tuple[Callable[[int], float], Callable[[int], float]]] = {
     "all_reduce": (lambda n: 2 * (n - 1) / n, lambda n: 2 * (n - 1)),
     "reduce_scatter": (lambda n: (n - 1) / n, lambda n: n - 1),
     "all_gather": (lambda n: (n - 1) / n, lambda n: n - 1),
@@ -97,7 +102,7 @@ class Op:
     def steps(self) -> float:
         return self.count * COLLECTIVES[self.kind][1](self.n)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "kind": self.kind,
             "what": self.what,
@@ -125,7 +130,7 @@ class DimCost:
     time_s: float
     ops: tuple[Op, ...] = ()
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "dim": self.dim,
             "size": self.size,
@@ -161,7 +166,7 @@ class StepCost:
     def comm_share(self) -> float:
         return self.comm_s / self.step_s if self.step_s else 0.0
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "layout": self.layout.as_dict(),
             "micro_batches": self.micro_batches,
@@ -255,7 +260,7 @@ def micro_batches_of(model: ModelSpec, lay: Layout, global_batch: int | None) ->
     return m, m * replicas * model.micro_batch
 
 
-def _slowest(levels: list[str | None]) -> str | None:
+def _slowest(levels: Sequence[str | None]) -> str | None:
     known = [lv for lv in levels if lv is not None]
     return max(known, key=LEVEL_ORDER.index) if known else None
 
@@ -290,6 +295,7 @@ def step_cost(site: Site, lay: Layout, levels: dict[str, str | None], work: Work
     if work.compute_time_s is not None:
         compute, bubble = work.compute_time_s, 0.0  # a measured step already has its bubble
     else:
+        assert work.tflops is not None  # Workload: a compute time or the tflops
         tokens = gb * model.seq
         flops = 6 * model.flops_params * tokens / lay.world_size
         compute = flops / (work.tflops * 1e12 * work.mfu)
@@ -302,9 +308,7 @@ def step_cost(site: Site, lay: Layout, levels: dict[str, str | None], work: Work
     return StepCost(lay, tuple(dims), m, gb, compute, bubble, memory)
 
 
-def island_crossing(
-    layout: Layout, dim: str, nproc: int, nodes: set[tuple[tuple[int, ...], tuple]]
-) -> bool:
+def island_crossing(layout: Layout, dim: str, nproc: int, nodes: set[NodeDevices]) -> bool:
     """Whether a group of ``dim`` that stays inside one node spans two device islands.
 
     ``nodes``: distinct (visible devices, device_groups) of the allocation. Ranks fill every
@@ -333,7 +337,7 @@ def refine_levels(
     levels: dict[str, str | None],
     layout: Layout,
     nproc: int,
-    nodes: set[tuple[tuple[int, ...], tuple]],
+    nodes: set[NodeDevices],
 ) -> dict[str, str | None]:
     """'node' becomes 'cross_island' for a dimension whose in-node groups cross islands."""
     return {
@@ -371,7 +375,9 @@ def levels_of(
     return refine_levels(levels, rm.layout, rm.nproc_per_node, specs)
 
 
-def plan_cost(site: Site, rm: RankMap, work: Workload, baseline: RankMap | None = None) -> dict:
+def plan_cost(
+    site: Site, rm: RankMap, work: Workload, baseline: RankMap | None = None
+) -> dict[str, Any]:
     """The ``cost`` object of the plan JSON: this map, and the plain-order baseline if given."""
     mine = step_cost(site, rm.layout, levels_of(rm, site=site), work)
     out = {

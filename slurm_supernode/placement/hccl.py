@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from slurm_supernode.errors import InputError, PlacementError
@@ -45,7 +46,7 @@ class TablePlan:
     """The rank table to write (``None``: none can be written) and the one-line notes the job
     prints before torchrun starts (value sources, version choice, logical pod ids)."""
 
-    table: dict | None
+    table: dict[str, Any] | None
     version: str | None
     notes: tuple[str, ...] = ()
 
@@ -55,7 +56,7 @@ class _Server:
     node: Node
     server_id: str
     pod: str | None
-    devices: list[dict]
+    devices: list[dict[str, Any]]
 
 
 def _partner(node: Node, facts: NodeFacts | None, device: int) -> int | None:
@@ -116,7 +117,7 @@ def plan_rank_table(
 
 
 # (node, its ranks, device -> IP, what the node read)
-_Resolved = list[tuple[Node, list, dict[int, str | None], NodeFacts | None]]
+_Resolved = list[tuple[Node, list[RankPlacement], dict[int, str | None], NodeFacts | None]]
 
 
 def _resolve_ips(
@@ -127,7 +128,7 @@ def _resolve_ips(
     whose IPs came from the site (with why the hardware gave none)."""
     missing_ip: list[str] = []
     from_site: dict[str, str] = {}  # host -> why the hardware gave no IP
-    by_node: dict[int, list] = {}
+    by_node: dict[int, list[RankPlacement]] = {}
     for r in rm.ranks:
         by_node.setdefault(r.node_rank, []).append(r)
     resolved: _Resolved = []
@@ -329,7 +330,7 @@ def _require_ips(servers: list[_Server], version: str, missing_ip: list[str]) ->
                     dev.pop(key, None)
 
 
-def _emit(servers: list[_Server], version: str) -> dict:
+def _emit(servers: list[_Server], version: str) -> dict[str, Any]:
     out_servers = []
     pods: dict[str, list[str]] = {}
     for s in servers:
@@ -361,7 +362,7 @@ def build_rank_table(
     rm: RankMap,
     version: str = "1.0",
     facts: Mapping[str, NodeFacts] | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """The rank table of ``rm`` in ``version`` (servers in node-rank order, devices in
     local-rank order). v1.2 needs ``facts`` with SDIDs: none is ever made up."""
     if version not in VERSIONS:
@@ -378,10 +379,10 @@ def build_rank_table(
 def write_rank_table(
     site: Site,
     rm: RankMap,
-    path: str | os.PathLike,
+    path: str | os.PathLike[str],
     version: str = "1.0",
     facts: Mapping[str, NodeFacts] | None = None,
-):
+) -> Path:
     """Build, validate, then atomically write the rank table; PlacementError if invalid."""
     table = build_rank_table(site, rm, version, facts)
     check_rank_table(table, str(path))

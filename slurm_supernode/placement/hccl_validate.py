@@ -229,7 +229,7 @@ def _check_backups(scan: _Scan) -> None:
 
 def _validate_pods(
     table: Mapping[str, Any],
-    servers: list,
+    servers: list[Any],
     server_ids: list[str],
     sdid_by_server: dict[str, list[tuple[str, int]]],
     missing_ip: bool,

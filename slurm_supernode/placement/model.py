@@ -6,9 +6,9 @@ Pure data. ``rankmap.build_rank_map`` fills it; the launch layer's per-node agen
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import overload
+from typing import Any, overload
 
 # The order tokens (`--order`, Megatron-Core's ``order``): all five, innermost first.
 DIMENSIONS = ("tp", "cp", "ep", "dp", "pp")
@@ -109,7 +109,7 @@ class Layout:
         return out
 
     @classmethod
-    def from_dict(cls, d: dict) -> Layout:
+    def from_dict(cls, d: Mapping[str, Any]) -> Layout:
         """Inverse of ``as_dict`` (derived sizes are recomputed by ``resolve_layout``)."""
         return cls(
             tp=int(d.get("tp", 1)),
@@ -236,7 +236,8 @@ class RankList(Sequence[RankPlacement]):
             return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
         return NotImplemented
 
-    __hash__ = None  # type: ignore[assignment]  (mutable-looking dict members, like a list)
+    # unhashable: mutable-looking dict members, like a list
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return f"RankList({len(self)} ranks on {len(self.nodes)} nodes x {self.nproc})"
@@ -260,7 +261,7 @@ class RankMap:
     nodes: tuple[NodePlacement, ...]  # in node-rank order (physical order)
     ranks: Sequence[RankPlacement]  # in rank order (a RankList from build_rank_map)
     checks: tuple[Check, ...] = ()
-    cost: dict | None = None  # filled by the planner when asked
+    cost: dict[str, Any] | None = None  # filled by the planner when asked
     # per group dimension: how many groups stay in a node / super node / cross ("inter")
     spans: dict[str, dict[str, int]] = field(default_factory=dict, compare=False)
     # per group dimension: the fewest groups any contiguous layout has crossing super nodes

@@ -8,6 +8,7 @@ sizes (hidden, layers, parameters); sequence lengths are common training setting
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
+from typing import Any
 
 from slurm_supernode.errors import InputError
 
@@ -54,7 +55,7 @@ class ModelSpec:
     def is_moe(self) -> bool:
         return self.experts > 1
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
@@ -94,7 +95,7 @@ OVERRIDABLE = (
 )
 
 
-def model_spec(preset: str | None = None, **overrides) -> ModelSpec:
+def model_spec(preset: str | None = None, **overrides: Any) -> ModelSpec:
     """A preset with ``overrides`` applied (None values ignored), or a custom model from flags."""
     given = {k: v for k, v in overrides.items() if v is not None}
     unknown = set(given) - set(OVERRIDABLE)

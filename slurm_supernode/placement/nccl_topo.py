@@ -14,6 +14,7 @@ import os
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from slurm_supernode.errors import PlacementError
 from slurm_supernode.fsutil import write_atomic
@@ -43,7 +44,7 @@ def build_topo_xml(
     system = ET.Element("system", version="1")
     cpu = ET.SubElement(system, "cpu", numaid="0", affinity="f" * 16, arch="x86_64")
     for dev in range(spec.devices):
-        pci = ET.SubElement(cpu, "pci", busid=busids[dev], **{"class": "0x030200"})
+        pci = ET.SubElement(cpu, "pci", {"busid": busids[dev], "class": "0x030200"})
         attrs = {"dev": str(dev), "sm": str(sm), "gdr": "1"}
         if dev in local:
             attrs["rank"] = str(local[dev])
@@ -61,7 +62,7 @@ def build_topo_xml(
     return ET.tostring(system, encoding="unicode") + "\n"
 
 
-def write_topo_file(site: Site, rm: RankMap, path: str | os.PathLike, **kw) -> Path:
+def write_topo_file(site: Site, rm: RankMap, path: str | os.PathLike[str], **kw: Any) -> Path:
     """One file for the allocation: all nodes must share the same hardware spec."""
     specs = {site.node(n.hostname).spec for n in rm.nodes}
     if len(specs) != 1:

@@ -28,6 +28,7 @@ import bisect
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 SEARCH_BUDGET = 20_000  # search steps (slot placements tried): <= ~0.5 s; a count: deterministic
 SEARCH_SLOTS = 512  # deepest search (one level per node rank); larger ones are not tried
@@ -38,6 +39,20 @@ SEARCH = "exact search"
 
 # the slot sets of one dimension's groups that span nodes, each with how many groups it holds
 SlotSets = list[tuple[tuple[int, ...], int]]
+# a set's closure in after_bound: (the earlier sets it touches, its own slots)
+_Closure = tuple[tuple[int, ...], tuple[int, ...]]
+
+
+class GroupLine(Protocol):
+    """The groups of one dimension, as ``packing.Line`` describes them (packing imports this
+    module, so the type is named by its fields)."""
+
+    @property
+    def dim(self) -> str: ...
+    @property
+    def size(self) -> int: ...
+    @property
+    def stride(self) -> int: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,9 +206,9 @@ def after_whole(sets: SlotSets, earlier: SlotSets, capacities: Sequence[int], sl
     for t, (members, _) in enumerate(earlier):
         for x in members:
             owner[x] = t
-    count: dict[tuple, int] = {}  # closure -> sets with it
-    size: dict[tuple, int] = {}
-    users: dict[int, tuple] = {}  # earlier set -> the closure it is in
+    count: dict[_Closure, int] = {}  # closure -> sets with it
+    size: dict[_Closure, int] = {}
+    users: dict[int, _Closure] = {}  # earlier set -> the closure it is in
     shared = True
     for members, _ in sets:
         touched = tuple(sorted({owner[x] for x in members} - {-1}))
@@ -222,7 +237,9 @@ def after_whole(sets: SlotSets, earlier: SlotSets, capacities: Sequence[int], sl
     return sum(w for _, w in sets) - whole * sets[0][1]
 
 
-def _distinct(lines, nproc: int, slots: int):
+def _distinct(
+    lines: Sequence[GroupLine], nproc: int, slots: int
+) -> tuple[list[tuple[str, tuple[SlotSets, bool] | None]], dict[str, str]]:
     """Distinct dimensions by their groups (etp = tp, edp = dp, ... share theirs)."""
     out: list[tuple[str, tuple[SlotSets, bool] | None]] = []
     alias: dict[str, str] = {}
@@ -238,7 +255,7 @@ def _distinct(lines, nproc: int, slots: int):
 
 
 def minimum(
-    lines,
+    lines: Sequence[GroupLine],
     nproc: int,
     capacities: Sequence[int],
     witness: Sequence[int] | None = None,
@@ -289,10 +306,12 @@ def minimum(
             per[dim], how[dim] = None, None
     slot_sn = None
     if exact and not reached and known and slots <= SEARCH_SLOTS:
+        # known: every dimension has its sets, and so the witness a count for each
         start = None
         if have is not None and witness is not None:
-            start = (tuple(have), list(witness))  # type: ignore[arg-type]
-        result = search([f[0] for _, f in dims], capacities, bounds=bounds, incumbent=start)  # type: ignore[index]
+            start = (tuple(h for h in have if h is not None), list(witness))
+        every = [f[0] for _, f in dims if f is not None]
+        result = search(every, capacities, bounds=bounds, incumbent=start)
         if result is not None:
             best, slot_sn = result
             for (dim, _), value in zip(dims, best, strict=True):

@@ -27,7 +27,7 @@ Pure and deterministic: super nodes in site order, slots and units in rank order
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from slurm_supernode.placement import optimum
@@ -65,7 +65,7 @@ class _Components:
         return True
 
 
-def group_slots(line: Line, nproc: int, slots: int):
+def group_slots(line: Line, nproc: int, slots: int) -> Iterator[list[int]]:
     """Slot sets of the groups of one dimension (one per distinct set, rank order)."""
     size, stride = line.size, line.stride
     world = slots * nproc
@@ -89,7 +89,9 @@ def group_slots(line: Line, nproc: int, slots: int):
                 yield list(key)
 
 
-def fitting_levels(lines: Sequence[Line], nproc: int, capacities: Sequence[int]):
+def fitting_levels(
+    lines: Sequence[Line], nproc: int, capacities: Sequence[int]
+) -> list[tuple[Line, list[int]]]:
     """Levels of the dimensions that can keep a group inside a super node at all.
 
     A dimension whose units (joined with the ones before it) are all larger than the largest
@@ -99,7 +101,7 @@ def fitting_levels(lines: Sequence[Line], nproc: int, capacities: Sequence[int])
     slots = sum(capacities)
     largest = max(capacities)
     uf = _Components(slots)
-    out = []
+    out: list[tuple[Line, list[int]]] = []
     seen: set[tuple[int, int]] = set()
     for line in lines:
         if line.size == 1 or (line.size, line.stride) in seen:

@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from itertools import chain, cycle, product, repeat
-from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]
-from typing import TextIO
+from json.encoder import encode_basestring_ascii
+from typing import Any, TextIO
 
 from slurm_supernode.placement.model import GridDims, RankList, RankMap, RankPlacement
 
@@ -132,7 +132,7 @@ def _write_lines(out: TextIO, lines: Iterator[str], indent: str) -> None:
     out.write("]" if first else "\n" + indent[:-1] + "]")
 
 
-def write_plan_json(rm: RankMap, out: TextIO, extra: dict | None = None) -> None:
+def write_plan_json(rm: RankMap, out: TextIO, extra: dict[str, Any] | None = None) -> None:
     """Write ``rank_map_to_json(rm) | extra`` as JSON to ``out`` (newline-terminated)."""
     from slurm_supernode.placement.rankmap import rank_map_to_json
 

@@ -16,7 +16,9 @@ innermost groups on the fastest links.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from slurm_supernode.errors import InputError, PlacementError
 from slurm_supernode.placement import checks
@@ -28,7 +30,11 @@ from slurm_supernode.placement.model import (
     RankMap,
     group_dims,
 )
-from slurm_supernode.site.model import Node, Site
+from slurm_supernode.site.model import Node, NodeSpec, Site
+
+if TYPE_CHECKING:  # imported where used (the planner's lazy paths)
+    from slurm_supernode.placement.optimum import Minimum
+    from slurm_supernode.placement.packing import Line
 
 
 def parse_hosts(hosts: Sequence[str] | str) -> list[str]:
@@ -52,8 +58,7 @@ def parse_hosts(hosts: Sequence[str] | str) -> list[str]:
     else:
         names = [str(h) for h in hosts]
     if len(set(names)) != len(names):
-        seen: set[str] = set()
-        dups = sorted({h for h in names if h in seen or seen.add(h)})
+        dups = sorted(h for h, times in Counter(names).items() if times > 1)
         raise PlacementError(f"duplicate hosts in the allocation: {_fold(dups)}", where="nodelist")
     if not names:
         raise PlacementError("the allocation has no hosts", where="nodelist")
@@ -123,7 +128,7 @@ def pack_priority(layout: Layout) -> tuple[str, ...]:
     return HSDP_PACK_PRIORITY if layout.framework == "torchtitan" else PACK_PRIORITY
 
 
-def pack_lines(layout: Layout) -> list:
+def pack_lines(layout: Layout) -> list[Line]:
     """The layout's group dimensions as packing lines, in ``pack_priority`` order."""
     from slurm_supernode.placement.packing import Line
 
@@ -149,7 +154,9 @@ def pack_nodes(nodes: list[Node], layout: Layout, nproc: int) -> list[Node]:
     return packed_nodes(nodes, layout, nproc, exact=False)[0]
 
 
-def packed_nodes(nodes: list[Node], layout: Layout, nproc: int, *, exact: bool = True):
+def packed_nodes(
+    nodes: list[Node], layout: Layout, nproc: int, *, exact: bool = True
+) -> tuple[list[Node], Minimum]:
     """Nodes in node-rank order, and the minimum crossings they are judged against.
 
     ``nodes`` in physical order. The packing (placement/packing.py) says which super node
@@ -166,7 +173,7 @@ def packed_nodes(nodes: list[Node], layout: Layout, nproc: int, *, exact: bool =
     for n in nodes:
         queues[n.supernode].append(n)
     taken = {sn: 0 for sn in names}
-    out = []
+    out: list[Node] = []
     for k in slot_sn:
         sn = names[k]
         out.append(queues[sn][taken[sn]])
@@ -174,7 +181,7 @@ def packed_nodes(nodes: list[Node], layout: Layout, nproc: int, *, exact: bool =
     return out, best
 
 
-def choose_devices(spec, nproc: int, block: int) -> tuple[int, ...]:
+def choose_devices(spec: NodeSpec, nproc: int, block: int) -> tuple[int, ...]:
     """The ``nproc`` devices a node's ranks use, in local-rank order.
 
     All devices: island by island, the islands whose size is a multiple of the block first.
@@ -295,10 +302,10 @@ def group_ranks(rm: RankMap, dim: str) -> list[list[int]]:
     return grids.groups(rm.layout, dim, rm.world_size)
 
 
-def rank_map_to_json(rm: RankMap, *, ranks: bool = True, nodes: bool = True) -> dict:
+def rank_map_to_json(rm: RankMap, *, ranks: bool = True, nodes: bool = True) -> dict[str, Any]:
     """The documented JSON form (docs/plan-schema.md); ``ranks=False`` / ``nodes=False`` leave
     the rank / node list out (None in its place: the fast writer fills it in)."""
-    out: dict = {
+    out: dict[str, Any] = {
         "schema": 2,
         "world_size": rm.world_size,
         "nproc_per_node": rm.nproc_per_node,
@@ -347,7 +354,7 @@ def _crossings(rm: RankMap, dim: str) -> dict[str, int | str | None]:
     }
 
 
-def _groups_json(rm: RankMap) -> dict:
+def _groups_json(rm: RankMap) -> dict[str, Any]:
     """Per group dimension: its grid, size, stride and where its groups run (node/sn/inter).
 
     Group g of a dimension = ranks ``base + k*stride`` (k < size) for every base whose own

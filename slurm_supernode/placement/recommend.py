@@ -8,7 +8,9 @@ model as ``plan``, from the node order alone (no per-rank list), so it stays che
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from slurm_supernode.errors import InputError
 from slurm_supernode.placement import layout as grids
@@ -40,7 +42,7 @@ class Candidate:
     cost: StepCost
     levels: dict[str, str | None]
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {"rank": self.rank, "levels": self.levels} | self.cost.as_dict()
 
 
@@ -77,7 +79,7 @@ def candidate_layouts(
 
 def recommend(
     site: Site,
-    hosts,
+    hosts: Sequence[str] | str,
     work: Workload,
     nproc_per_node: int | None = None,
     *,

@@ -8,6 +8,7 @@ tests, and summarise large maps (a 100,000-rank map shows its first and last nod
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from slurm_supernode.placement.model import RankMap, group_dims
 
@@ -39,7 +40,7 @@ def render_plan(
     rm: RankMap,
     *,
     site_name: str = "",
-    recommendations: Sequence[dict] | None = None,
+    recommendations: Sequence[dict[str, Any]] | None = None,
     max_nodes: int = 16,
 ) -> str:
     lay, nproc = rm.layout, rm.nproc_per_node
@@ -158,7 +159,7 @@ def _minimum_lines(rm: RankMap) -> list[str]:
     return out
 
 
-def render_cost(cost: dict) -> list[str]:
+def render_cost(cost: dict[str, Any]) -> list[str]:
     plan = cost["plan"]
     model = cost["model"]
     out = [
@@ -194,7 +195,7 @@ def render_cost(cost: dict) -> list[str]:
     return out
 
 
-def _summary(name: str, c: dict) -> str:
+def _summary(name: str, c: dict[str, Any]) -> str:
     bubble = f" + bubble {c['bubble_s']:.3f} s" if c["bubble_s"] else ""
     return (
         f"{name}: compute {c['compute_s']:.3f} s{bubble} + comm {c['comm_s']:.3f} s = "
@@ -203,7 +204,7 @@ def _summary(name: str, c: dict) -> str:
     )
 
 
-def render_recommendations(cands: Sequence[dict]) -> list[str]:
+def render_recommendations(cands: Sequence[dict[str, Any]]) -> list[str]:
     rows = []
     for c in cands:
         lay = c["layout"]

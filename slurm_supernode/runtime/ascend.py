@@ -162,7 +162,7 @@ def read_node_facts(
     *,
     environ: Mapping[str, str] | None = None,
     run: Runner = run_tool,
-    hccn_conf: str | os.PathLike = HCCN_CONF,
+    hccn_conf: str | os.PathLike[str] = HCCN_CONF,
     workers: int = 8,
 ) -> NodeFacts:
     """What this node's tools say about ``devices`` (physical ids). Missing tools and failed

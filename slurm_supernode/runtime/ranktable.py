@@ -66,7 +66,9 @@ def prepare_rank_table(
     ``version`` None: v1.2 when npu-smi gave SDIDs, else v1.0. Raises PlacementError where
     values are missing or disagree, JobError on a timeout."""
     if read is None:
-        from slurm_supernode.runtime.ascend import read_node_facts as read
+        from slurm_supernode.runtime.ascend import read_node_facts
+
+        read = read_node_facts
     if timeout is None:
         timeout = float(environ.get(TIMEOUT_ENV) or DEFAULT_TIMEOUT)
     me = rm.node(hostname)

@@ -16,6 +16,7 @@ import contextlib
 import json
 import math
 import signal
+import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -138,7 +139,7 @@ class Supervisor:
         self.cfg = config
         self.releaser = releaser
         self.signal: StopSignal | None = None
-        self._step = None  # the running srun step (subprocess.Popen)
+        self._step: subprocess.Popen[bytes] | None = None  # the running srun step
 
     # ----- the loop ---------------------------------------------------------------------------
 

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 from slurm_supernode.errors import JobError
 from slurm_supernode.runtime import ledger
 
 
-def wait_chain(job_dir: Path, job_id: int, timeout: float | None = None, poll: float = 1.0) -> dict:
+def wait_chain(
+    job_dir: Path, job_id: int, timeout: float | None = None, poll: float = 1.0
+) -> dict[str, Any]:
     """Until the ledger has a final record, or Slurm says every job of the chain ended
     without one (the batch script died before the supervisor could write it)."""
     from slurm_supernode.slurm.job_lookup import job_info

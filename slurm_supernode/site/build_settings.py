@@ -167,14 +167,18 @@ class SettingsBuilder(NodeReader):
                 self.err(vnode, f"links.{level} is missing required key 'latency_us'")
             vals: dict[str, Any] = {}
             # Ranges are checked here, key by key: a missing key must not hide a bad value.
-            limits = {
-                "bandwidth_GBps": {"above": 0.0, "hint": "GB/s per device, one direction"},
-                "latency_us": {"minimum": 0.0, "hint": "microseconds"},
+            # key -> (minimum, above, hint)
+            limits: dict[str, tuple[float | None, float | None, str]] = {
+                "bandwidth_GBps": (None, 0.0, "GB/s per device, one direction"),
+                "latency_us": (0.0, None, "microseconds"),
             }
             for key in ("bandwidth_GBps", "latency_us"):
                 if key in lm:
                     self.src.links[(level, key)] = self.loc(lm[key][1])
-                    vals[key] = self.number(lm[key][1], f"links.{level}.{key}", **limits[key])
+                    least, above, hint = limits[key]
+                    vals[key] = self.number(
+                        lm[key][1], f"links.{level}.{key}", minimum=least, above=above, hint=hint
+                    )
             kind = self.name(lm["kind"][1], f"links.{level}.kind") if "kind" in lm else ""
             if vals.get("bandwidth_GBps") is not None and vals.get("latency_us") is not None:
                 out[level] = LinkLevel(
@@ -271,9 +275,9 @@ class SettingsBuilder(NodeReader):
                 if v is not None:
                     kw[key] = v
         if "checkpoint_dir" in m:
-            v = self.name(m["checkpoint_dir"][1], "doctor.checkpoint_dir", "a path")
-            if v is not None:
-                kw["checkpoint_dir"] = v
+            checkpoint_dir = self.name(m["checkpoint_dir"][1], "doctor.checkpoint_dir", "a path")
+            if checkpoint_dir is not None:
+                kw["checkpoint_dir"] = checkpoint_dir
         warn, fail = kw.get("bandwidth_warn", 0.6), kw.get("bandwidth_fail", 0.4)
         if fail > warn:
             self.err(node, f"doctor.bandwidth_fail ({fail:g}) is above bandwidth_warn ({warn:g})")

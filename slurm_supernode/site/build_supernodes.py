@@ -421,7 +421,7 @@ class SupernodeBuilder(NodeReader):
                 )
         nics = merged.get("nics")
         hcas = nics.value.hcas if nics is not None else ()
-        if hcas and devices % len(hcas) and len(hcas) % devices:
+        if nics is not None and hcas and devices % len(hcas) and len(hcas) % devices:
             self.err(
                 nics.loc,
                 f"{len(hcas)} HCAs match no device layout of {devices} devices per node",
@@ -450,7 +450,7 @@ class SupernodeBuilder(NodeReader):
                 target[host] = loc
                 return value
         for src in present:
-            if src.pattern is not None:
+            if src.pattern is not None and src.pattern_loc is not None:  # a pattern has its place
                 target[host] = src.pattern_loc
                 if not src.devices:
                     return (render_pattern(src.pattern, fields),)

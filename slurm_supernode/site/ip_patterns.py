@@ -33,7 +33,7 @@ class IpSource:
         node = item[1]
         before = len(b.problems)
         pattern = None
-        pattern_node = None
+        pattern_node: yaml.Node | None = None
         explicit: dict[str, tuple[tuple[str, ...], Loc]] = {}
         if isinstance(node, yaml.ScalarNode):
             pattern_node = node

@@ -16,19 +16,13 @@ from slurm_supernode.site.model import NodeSpec, Site, SuperNode
 
 def _ranges(ids: tuple[int, ...]) -> str:
     """(0,1,2,3,6) -> '0-3,6'."""
-    out: list[str] = []
-    start = prev = None
+    runs: list[list[int]] = []  # [first, last] of each run of consecutive ids
     for d in ids:
-        if start is None:
-            start = prev = d
-        elif d == prev + 1:
-            prev = d
+        if runs and d == runs[-1][1] + 1:
+            runs[-1][1] = d
         else:
-            out.append(f"{start}-{prev}" if prev != start else f"{start}")
-            start = prev = d
-    if start is not None:
-        out.append(f"{start}-{prev}" if prev != start else f"{start}")
-    return ",".join(out)
+            runs.append([d, d])
+    return ",".join(f"{start}-{last}" if last != start else f"{start}" for start, last in runs)
 
 
 def spec_summary(spec: NodeSpec, gres_name: str) -> str:

@@ -299,7 +299,8 @@ class NodeReader:
         if out is not None:
             return out
         items = [self.name(item, f"{what}[{k}]", noun) for k, item in enumerate(node.value)]
-        return None if None in items else tuple(items)  # type: ignore[arg-type]
+        kept = tuple(t for t in items if t is not None)
+        return kept if len(kept) == len(items) else None
 
     def _wrong_name(self, node: yaml.Node, what: str, noun: str) -> None:
         if isinstance(node, yaml.MappingNode):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Sequence
+from typing import Any
 
 from slurm_supernode.errors import SlurmError
 from slurm_supernode.hostlist import fold
@@ -27,11 +28,13 @@ def attach_argv(
     return [*cmd, *command]
 
 
-def run_attached(argv: Sequence[str], *, timeout: float | None = None, **kw: object) -> int:
+def run_attached(argv: Sequence[str], *, timeout: float | None = None, **kw: Any) -> int:
     """Run the srun command with the caller's terminal (or the given ``stdout=``...); its exit
     code. A missing srun is a SlurmError like every other Slurm command."""
     try:
-        return subprocess.run(list(argv), check=False, timeout=timeout, **kw).returncode  # type: ignore[call-overload]
+        done: subprocess.CompletedProcess[Any]
+        done = subprocess.run(list(argv), check=False, timeout=timeout, **kw)
+        return done.returncode
     except FileNotFoundError:
         raise SlurmError("srun not found: Slurm is not installed") from None
     except subprocess.TimeoutExpired:

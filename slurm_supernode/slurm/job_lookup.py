@@ -122,9 +122,9 @@ def job_info(job_id: int) -> JobInfo | None:
                 if logged is not None and logged.derived_exit_code is not None:
                     info = replace(info, derived_exit_code=logged.derived_exit_code)
             return info
-    answered, info = _sacct_json(job_id)
-    if info is not None:
-        return info
+    answered, found = _sacct_json(job_id)
+    if found is not None:
+        return found
     logged = sacct_job_info(job_id, completion=True)
     if logged is not None or answered:
         return logged

@@ -8,6 +8,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from slurm_supernode.errors import SlurmError, SlurmErrorKind
 from slurm_supernode.slurm.parse import (
@@ -151,7 +152,7 @@ def job_from_json(job: Mapping[str, object]) -> JobInfo:
     )
 
 
-def _jobs_document(text: str, command: str) -> tuple[dict, list]:
+def _jobs_document(text: str, command: str) -> tuple[dict[str, Any], list[Any]]:
     """A Slurm ``--json`` answer and its ``jobs`` list; SlurmError (BAD_OUTPUT) when the text
     is not JSON or has no such list. ``command`` names the command in the error."""
     try:
