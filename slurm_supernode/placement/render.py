@@ -43,9 +43,25 @@ def render_plan(
     recommendations: Sequence[dict[str, Any]] | None = None,
     max_nodes: int = 16,
 ) -> str:
+    out = [*_heading(rm, site_name), "", *_node_table(rm, max_nodes), ""]
+    out += _groups_section(rm)
+    checks = [c for c in rm.checks if not c.name.startswith("span-")]
+    if checks:
+        out.append("Checks")
+        out += [f"  {'ok  ' if c.ok else 'WARN'}  {c.name}: {c.detail}" for c in checks]
+        out.append("")
+    if rm.cost:
+        out += render_cost(rm.cost)
+    if recommendations:
+        out += render_recommendations(recommendations)
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _heading(rm: RankMap, site_name: str) -> list[str]:
+    """The plan's size and its layout, dense and expert (and HSDP for torchtitan)."""
     lay, nproc = rm.layout, rm.nproc_per_node
     sns = len({n.supernode for n in rm.nodes})
-    out = [
+    return [
         f"Plan: {rm.world_size} ranks = {len(rm.nodes)} nodes x {nproc} on {sns} super nodes"
         + (f" (site {site_name})" if site_name else ""),
         f"Layout ({lay.framework}, order {lay.order}, innermost first): "
@@ -56,8 +72,12 @@ def render_plan(
             if lay.framework == "torchtitan"
             else ""
         ),
-        "",
     ]
+
+
+def _node_table(rm: RankMap, max_nodes: int) -> list[str]:
+    """One row per node (its ranks and devices); past ``max_nodes``, the first and last ones."""
+    nproc = rm.nproc_per_node
     nodes = list(rm.nodes)
     skipped = 0
     if len(nodes) > max_nodes:
@@ -78,45 +98,39 @@ def render_plan(
     lines = _table(rows, ["NODE", "HOST", "SUPERNODE", "RANKS", "DEVICES"])
     if skipped:
         lines.insert(1 + HEAD_NODES, f"... {skipped} more nodes ...")
-    out += [*lines, ""]
+    return lines
 
+
+def _groups_section(rm: RankMap) -> list[str]:
+    """Per group dimension: its groups and how many cross nodes and super nodes (none without
+    the span checks)."""
+    lay = rm.layout
     spans = {
         c.name.removeprefix("span-"): c.detail for c in rm.checks if c.name.startswith("span-")
     }
-    if spans:
-        from slurm_supernode.placement.layout import all_strides, grid_of
+    if not spans:
+        return []
+    from slurm_supernode.placement.layout import all_strides, grid_of
 
-        strides = all_strides(lay)
-        rows = []
-        for d in group_dims(lay.framework):
-            sp = rm.spans.get(d, {})
-            rows.append(
-                [
-                    d,
-                    grid_of(d),
-                    lay.size(d),
-                    _first_group(lay.size(d), strides[d]),
-                    rm.world_size // lay.size(d),
-                    sp.get("supernode", 0) + sp.get("inter", 0),
-                    sp.get("inter", 0),
-                    _minimum_cell(rm, d),
-                    spans.get(d, ""),
-                ]
-            )
-        header = ["DIM", "GRID", "SIZE", "FIRST GROUP", "GROUPS", "X-NODE", "X-SN", "MIN-X-SN"]
-        out += ["Groups", *_table(rows, [*header, "SPAN"])]
-        out += _minimum_lines(rm)
-        out.append("")
-    checks = [c for c in rm.checks if not c.name.startswith("span-")]
-    if checks:
-        out.append("Checks")
-        out += [f"  {'ok  ' if c.ok else 'WARN'}  {c.name}: {c.detail}" for c in checks]
-        out.append("")
-    if rm.cost:
-        out += render_cost(rm.cost)
-    if recommendations:
-        out += render_recommendations(recommendations)
-    return "\n".join(out).rstrip() + "\n"
+    strides = all_strides(lay)
+    rows = []
+    for d in group_dims(lay.framework):
+        sp = rm.spans.get(d, {})
+        rows.append(
+            [
+                d,
+                grid_of(d),
+                lay.size(d),
+                _first_group(lay.size(d), strides[d]),
+                rm.world_size // lay.size(d),
+                sp.get("supernode", 0) + sp.get("inter", 0),
+                sp.get("inter", 0),
+                _minimum_cell(rm, d),
+                spans.get(d, ""),
+            ]
+        )
+    header = ["DIM", "GRID", "SIZE", "FIRST GROUP", "GROUPS", "X-NODE", "X-SN", "MIN-X-SN"]
+    return ["Groups", *_table(rows, [*header, "SPAN"]), *_minimum_lines(rm), ""]
 
 
 def _minimum_cell(rm: RankMap, dim: str) -> str:
