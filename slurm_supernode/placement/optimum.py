@@ -141,6 +141,28 @@ def after_bound(sets: SlotSets, earlier: SlotSets, capacities: Sequence[int], sl
     whole where it needs more. Needs ``sets`` disjoint (regular).
     """
     size = len(earlier[0][0])
+    profiles, closure, shared = _overlaps(sets, earlier, slots)
+    # S inside whole earlier sets only: its closure (the t sets it touches) is whole in the
+    # super node; closures disjoint or equal with n such S each: floor(q / t) * n at most
+    inside = None
+    if shared and len(set(map(len, closure))) == 1 and len(set(closure.values())) == 1:
+        inside = (len(next(iter(closure))), next(iter(closure.values())))
+    m = len(sets[0][0])
+    split = len(earlier) - sum(c // size for c in capacities)
+    whole = 0
+    for c in capacities:
+        whole += min(_whole_fit(c, size, m, profiles, inside, split), c // m)
+    whole = min(whole, len(sets))
+    return sum(w for _, w in sets) - whole * sets[0][1]
+
+
+def _overlaps(
+    sets: SlotSets, earlier: SlotSets, slots: int
+) -> tuple[dict[tuple[int, ...], int], dict[tuple[int, ...], int], bool]:
+    """after_bound's scan of ``sets`` against ``earlier``: how many sets have each overlap
+    profile (slots in no earlier set, then the overlap sizes, largest first); per tuple of
+    earlier sets touched, how many sets touch them with no free slot; and whether those
+    closures are disjoint or equal."""
     owner = [-1] * slots
     for t, (members, _) in enumerate(earlier):
         for x in members:
@@ -160,37 +182,39 @@ def after_bound(sets: SlotSets, earlier: SlotSets, capacities: Sequence[int], sl
         for t in touched:
             shared &= users.setdefault(t, touched) == touched
         closure[touched] = closure.get(touched, 0) + (0 if free else 1)
-    # S inside whole earlier sets only: its closure (the t sets it touches) is whole in the
-    # super node; closures disjoint or equal with n such S each: floor(q / t) * n at most
-    inside = None
-    if shared and len(set(map(len, closure))) == 1 and len(set(closure.values())) == 1:
-        inside = (len(next(iter(closure))), next(iter(closure.values())))
-    m = len(sets[0][0])
-    split = len(earlier) - sum(c // size for c in capacities)
-    whole = 0
-    for c in capacities:
-        q, r = divmod(c, size)
-        needs = sorted(
-            (m - sum(key[1 : 1 + q]), n)
-            for key, n in profiles.items()
-            if len(key) - 1 - min(q, len(key) - 1) <= split
-        )  # (free slots one set needs, how many sets have that profile)
-        fit = 0
-        if inside is not None:  # S inside whole sets counted apart; the others need r
-            fit = q // inside[0] * inside[1] if inside[0] else 0
-            needs = sorted((max(1, need), n) for need, n in needs)
-        for need, n in needs:
-            if need == 0:
-                fit += n
-                continue
-            take = min(n, r // need) if r >= need else 0
-            fit += take
-            r -= take * need
-            if take < n:
-                break
-        whole += min(fit, c // m)
-    whole = min(whole, len(sets))
-    return sum(w for _, w in sets) - whole * sets[0][1]
+    return profiles, closure, shared
+
+
+def _whole_fit(
+    c: int,
+    size: int,
+    m: int,
+    profiles: dict[tuple[int, ...], int],
+    inside: tuple[int, int] | None,
+    split: int,
+) -> int:
+    """How many sets (of size ``m``) a super node of ``c`` slots can hold whole while it holds
+    floor(c / size) earlier sets whole: the smallest needs of its r other slots first."""
+    q, r = divmod(c, size)
+    needs = sorted(
+        (m - sum(key[1 : 1 + q]), n)
+        for key, n in profiles.items()
+        if len(key) - 1 - min(q, len(key) - 1) <= split
+    )  # (free slots one set needs, how many sets have that profile)
+    fit = 0
+    if inside is not None:  # S inside whole sets counted apart; the others need r
+        fit = q // inside[0] * inside[1] if inside[0] else 0
+        needs = sorted((max(1, need), n) for need, n in needs)
+    for need, n in needs:
+        if need == 0:
+            fit += n
+            continue
+        take = min(n, r // need) if r >= need else 0
+        fit += take
+        r -= take * need
+        if take < n:
+            break
+    return fit
 
 
 def after_whole(sets: SlotSets, earlier: SlotSets, capacities: Sequence[int], slots: int) -> int:
@@ -270,13 +294,43 @@ def minimum(
     """
     slots = sum(capacities)
     dims, alias = _distinct(lines, nproc, slots)
-    per: dict[str, int | None] = {}
-    how: dict[str, str | None] = {}
     if len(capacities) < 2:
         return Minimum({d: 0 for d in alias}, dict.fromkeys(alias, LOWER_BOUND))
     known = all(f is not None for _, f in dims)
     have = [crossings(f[0], witness) if f else None for _, f in dims] if witness else None
+    bounds, per, how, reached = _bounds(dims, have, capacities, slots)
+    slot_sn = None
+    if exact and not reached and known and slots <= SEARCH_SLOTS:
+        # known: every dimension has its sets, and so the witness a count for each
+        start = None
+        if have is not None and witness is not None:
+            start = (tuple(h for h in have if h is not None), list(witness))
+        every = [f[0] for _, f in dims if f is not None]
+        result = search(every, capacities, bounds=bounds, incumbent=start)
+        if result is not None:
+            best, slot_sn = result
+            for (dim, _), value in zip(dims, best, strict=True):
+                if how[dim] is None:  # dimensions at their bound keep that (equal) proof
+                    per[dim], how[dim] = value, SEARCH
+    return Minimum(
+        {d: per[alias[d]] for d in alias},
+        {d: how[alias[d]] for d in alias},
+        tuple(slot_sn) if slot_sn is not None else None,
+    )
+
+
+def _bounds(
+    dims: Sequence[tuple[str, tuple[SlotSets, bool] | None]],
+    have: Sequence[int | None] | None,
+    capacities: Sequence[int],
+    slots: int,
+) -> tuple[list[int], dict[str, int | None], dict[str, str | None], bool]:
+    """Per dimension in priority order: its lower bound (given the dimensions before it at
+    theirs), and the minimum where the witness ``have`` reaches the bound with every dimension
+    before at its minimum; whether every dimension was reached."""
     bounds: list[int] = []
+    per: dict[str, int | None] = {}
+    how: dict[str, str | None] = {}
     tights: list[SlotSets] = []  # tight dimensions the witness keeps at their minimum
     wholes: list[SlotSets] = []  # dimensions whose minimum is 0: every set whole
     reached = True
@@ -304,24 +358,7 @@ def minimum(
         else:
             reached = False
             per[dim], how[dim] = None, None
-    slot_sn = None
-    if exact and not reached and known and slots <= SEARCH_SLOTS:
-        # known: every dimension has its sets, and so the witness a count for each
-        start = None
-        if have is not None and witness is not None:
-            start = (tuple(h for h in have if h is not None), list(witness))
-        every = [f[0] for _, f in dims if f is not None]
-        result = search(every, capacities, bounds=bounds, incumbent=start)
-        if result is not None:
-            best, slot_sn = result
-            for (dim, _), value in zip(dims, best, strict=True):
-                if how[dim] is None:  # dimensions at their bound keep that (equal) proof
-                    per[dim], how[dim] = value, SEARCH
-    return Minimum(
-        {d: per[alias[d]] for d in alias},
-        {d: how[alias[d]] for d in alias},
-        tuple(slot_sn) if slot_sn is not None else None,
-    )
+    return bounds, per, how, reached
 
 
 def _regular_shapes(dims: Sequence[SlotSets]) -> tuple[list[tuple[int, int] | None], list[int]]:
