@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from slurm_supernode.bench.report import RunReport
@@ -42,6 +42,28 @@ def _ticks(lo: float, hi: float, log: bool) -> list[float]:
     return [first + i * step for i in range(int((hi - first) / step) + 1)]
 
 
+@dataclass(frozen=True, slots=True)
+class _Frame:
+    """A chart's data range and plot area: data to SVG coordinates."""
+
+    x0: float
+    x1: float
+    y0: float
+    y1: float
+    log_x: bool
+    pw: int = _W - _ML - _MR
+    ph: int = _H - _MT - _MB
+
+    def sx(self, x: float) -> float:
+        if self.log_x:
+            span = math.log2(self.x1) - math.log2(self.x0)
+            return _ML + (math.log2(x) - math.log2(self.x0)) / span * self.pw
+        return _ML + (x - self.x0) / (self.x1 - self.x0) * self.pw
+
+    def sy(self, y: float) -> float:
+        return _MT + self.ph - (y - self.y0) / (self.y1 - self.y0) * self.ph
+
+
 def line_chart(
     title: str,
     series: Sequence[Series],
@@ -49,7 +71,7 @@ def line_chart(
     x_label: str,
     y_label: str,
     log_x: bool = False,
-    x_format=lambda v: f"{v:g}",
+    x_format: Callable[[float], str] = lambda v: f"{v:g}",
 ) -> str:
     """An SVG element (well-formed XML) with one polyline per series and a legend."""
     pts = [p for s in series for p in s.points if not log_x or p[0] > 0]
@@ -59,17 +81,8 @@ def line_chart(
     x0, x1 = min(xs), max(xs)
     if x0 == x1:
         x0, x1 = (x0 / 2, x1 * 2) if log_x else (x0 - 1, x1 + 1)
-    y0, y1 = 0.0, max(ys) * 1.08 or 1.0
-    pw, ph = _W - _ML - _MR, _H - _MT - _MB
-
-    def sx(x: float) -> float:
-        if log_x:
-            return _ML + (math.log2(x) - math.log2(x0)) / (math.log2(x1) - math.log2(x0)) * pw
-        return _ML + (x - x0) / (x1 - x0) * pw
-
-    def sy(y: float) -> float:
-        return _MT + ph - (y - y0) / (y1 - y0) * ph
-
+    frame = _Frame(x0, x1, 0.0, max(ys) * 1.08 or 1.0, log_x)
+    pw, ph = frame.pw, frame.ph
     e = html.escape
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{_W}" height="{_H}" '
@@ -77,18 +90,7 @@ def line_chart(
         f'<text x="{_W / 2:.0f}" y="16" text-anchor="middle" font-size="13">{e(title)}</text>',
         f'<rect x="{_ML}" y="{_MT}" width="{pw}" height="{ph}" fill="none" stroke="#999"/>',
     ]
-    for t in _ticks(x0, x1, log_x):
-        if x0 <= t <= x1:
-            x = sx(t)
-            out.append(
-                f'<line x1="{x:.1f}" y1="{_MT}" x2="{x:.1f}" y2="{_MT + ph}" stroke="#eee"/>'
-            )
-            label = e(x_format(t))
-            out.append(f'<text x="{x:.1f}" y="{_MT + ph + 14}" text-anchor="middle">{label}</text>')
-    for t in _ticks(y0, y1, False):
-        y = sy(t)
-        out.append(f'<line x1="{_ML}" y1="{y:.1f}" x2="{_ML + pw}" y2="{y:.1f}" stroke="#eee"/>')
-        out.append(f'<text x="{_ML - 4}" y="{y + 4:.1f}" text-anchor="end">{t:g}</text>')
+    out += _grid(frame, x_format)
     out.append(
         f'<text x="{_ML + pw / 2:.0f}" y="{_H - 6}" text-anchor="middle">{e(x_label)}</text>'
     )
@@ -97,24 +99,48 @@ def line_chart(
         f'transform="rotate(-90 14 {_MT + ph / 2:.0f})">{e(y_label)}</text>'
     )
     for i, s in enumerate(series):
-        points = sorted(p for p in s.points if not log_x or p[0] > 0)
-        if not points:
-            continue
-        coords = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in points)
-        dash = ' stroke-dasharray="5,4"' if s.dashed else ""
-        out.append(
-            f'<polyline points="{coords}" fill="none" stroke="{s.color}" stroke-width="1.8"{dash}/>'
-        )
-        for x, y in points:
-            out.append(f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="2.2" fill="{s.color}"/>')
-        ly = _MT + 12 + 15 * i
-        out.append(
-            f'<line x1="{_W - _MR + 10}" y1="{ly - 4}" x2="{_W - _MR + 30}" y2="{ly - 4}" '
-            f'stroke="{s.color}" stroke-width="2"{dash}/>'
-        )
-        out.append(f'<text x="{_W - _MR + 34}" y="{ly}">{e(s.label)}</text>')
+        out += _series(frame, i, s)
     out.append("</svg>")
     return "\n".join(out)
+
+
+def _grid(frame: _Frame, x_format: Callable[[float], str]) -> list[str]:
+    """The grid lines and tick labels of both axes."""
+    x0, x1, pw, ph = frame.x0, frame.x1, frame.pw, frame.ph
+    out = []
+    for t in _ticks(x0, x1, frame.log_x):
+        if x0 <= t <= x1:
+            x = frame.sx(t)
+            out.append(
+                f'<line x1="{x:.1f}" y1="{_MT}" x2="{x:.1f}" y2="{_MT + ph}" stroke="#eee"/>'
+            )
+            label = html.escape(x_format(t))
+            out.append(f'<text x="{x:.1f}" y="{_MT + ph + 14}" text-anchor="middle">{label}</text>')
+    for t in _ticks(frame.y0, frame.y1, False):
+        y = frame.sy(t)
+        out.append(f'<line x1="{_ML}" y1="{y:.1f}" x2="{_ML + pw}" y2="{y:.1f}" stroke="#eee"/>')
+        out.append(f'<text x="{_ML - 4}" y="{y + 4:.1f}" text-anchor="end">{t:g}</text>')
+    return out
+
+
+def _series(frame: _Frame, i: int, s: Series) -> list[str]:
+    """One series: its polyline, its points and its legend entry (``i``-th line)."""
+    points = sorted(p for p in s.points if not frame.log_x or p[0] > 0)
+    if not points:
+        return []
+    sx, sy = frame.sx, frame.sy
+    coords = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in points)
+    dash = ' stroke-dasharray="5,4"' if s.dashed else ""
+    out = [f'<polyline points="{coords}" fill="none" stroke="{s.color}" stroke-width="1.8"{dash}/>']
+    for x, y in points:
+        out.append(f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="2.2" fill="{s.color}"/>')
+    ly = _MT + 12 + 15 * i
+    out.append(
+        f'<line x1="{_W - _MR + 10}" y1="{ly - 4}" x2="{_W - _MR + 30}" y2="{ly - 4}" '
+        f'stroke="{s.color}" stroke-width="2"{dash}/>'
+    )
+    out.append(f'<text x="{_W - _MR + 34}" y="{ly}">{html.escape(s.label)}</text>')
+    return out
 
 
 def _date(t: float) -> str:
