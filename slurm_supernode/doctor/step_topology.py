@@ -3,7 +3,7 @@ channels and device IPs match what the site says."""
 
 from __future__ import annotations
 
-from slurm_supernode.doctor.model import SKIP, DoctorFacts, Finding
+from slurm_supernode.doctor.model import SKIP, DoctorFacts, Finding, NodeFacts, SmiGpu
 from slurm_supernode.doctor.verdicts import NEXT_HEALTH, hosts_text
 from slurm_supernode.errors import InputError
 from slurm_supernode.health.checks import CRITICAL, OK, UNKNOWN, WARNING
@@ -136,6 +136,11 @@ def _fabric_findings(site: Site, facts: DoctorFacts) -> list[Finding]:
                 "fabric (ClusterUUID) on these GPUs: no multi-node NVLink",
             )
         ]
+    return _fabric_states(shown) + _cluster_uuids(shown)
+
+
+def _fabric_states(shown: list[tuple[NodeFacts, SmiGpu]]) -> list[Finding]:
+    """A GPU whose fabric registration did not complete."""
     out = []
     for n, g in shown:
         if g.fabric_state and g.fabric_state != "Completed":
@@ -150,6 +155,12 @@ def _fabric_findings(site: Site, facts: DoctorFacts) -> list[Finding]:
                     next="nvidia-smi -q -d FABRIC; fabric manager / NVLink switch trays",
                 )
             )
+    return out
+
+
+def _cluster_uuids(shown: list[tuple[NodeFacts, SmiGpu]]) -> list[Finding]:
+    """Per super node: one ClusterUUID (one NVLink domain), or the hosts outside the common one."""
+    out = []
     by_sn: dict[str, dict[str, set[str]]] = {}
     for n, g in shown:
         by_sn.setdefault(n.supernode, {}).setdefault(g.cluster_uuid or "(none)", set()).add(n.host)
@@ -210,64 +221,54 @@ def _imex_findings(site: Site, facts: DoctorFacts) -> list[Finding]:
 def _device_ip_findings(site: Site, facts: DoctorFacts) -> list[Finding]:
     """HCCL device IPs the node's tools report (``runtime.ascend.read_node_facts``) vs the
     site's ``device_ips``: HCCL routes by these, a wrong one misroutes silently."""
-    out = []
-    for n in facts.nodes:
-        want = site.node(n.host).device_ips if site.has_node(n.host) else ()
-        expected = (
-            "the site's device_ips: " + ", ".join(want[:4]) + ("..." if len(want) > 4 else "")
+    return [_device_ips(site, n) for n in facts.nodes]
+
+
+def _device_ips(site: Site, n: NodeFacts) -> Finding:
+    """One node's device IPs: unread, different from the site's, partly unread, or as in it."""
+    want = site.node(n.host).device_ips if site.has_node(n.host) else ()
+    expected = "the site's device_ips: " + ", ".join(want[:4]) + ("..." if len(want) > 4 else "")
+    if n.device_ips is None:
+        return Finding(
+            "topology",
+            "hccl-device-ips",
+            UNKNOWN,
+            f"device IPs not read from the hardware: {n.device_ip_note or '-'}",
+            expected=expected,
+            where=n.host,
+            next="hccn_tool -i N -ip -g on the node (or /etc/hccn.conf)",
         )
-        if n.device_ips is None:
-            out.append(
-                Finding(
-                    "topology",
-                    "hccl-device-ips",
-                    UNKNOWN,
-                    f"device IPs not read from the hardware: {n.device_ip_note or '-'}",
-                    expected=expected,
-                    where=n.host,
-                    next="hccn_tool -i N -ip -g on the node (or /etc/hccn.conf)",
-                )
-            )
-            continue
-        diff = [
-            f"device {d}: hardware {hw}, site {w}"
-            for d, (hw, w) in enumerate(zip(n.device_ips, want, strict=False))
-            if hw and hw != w
-        ]
-        unread = [str(d) for d, hw in enumerate(n.device_ips) if not hw]
-        if diff:
-            out.append(
-                Finding(
-                    "topology",
-                    "hccl-device-ips",
-                    CRITICAL,
-                    "; ".join(diff[:4]),
-                    expected=expected,
-                    where=n.host,
-                    next="fix the site's device_ips (snrun site validate) or the "
-                    "NPU's address (hccn_tool -i N -ip -s)",
-                )
-            )
-        elif unread:
-            out.append(
-                Finding(
-                    "topology",
-                    "hccl-device-ips",
-                    UNKNOWN,
-                    f"no IP read for device(s) {','.join(unread)}: {n.device_ip_note or '-'}",
-                    expected=expected,
-                    where=n.host,
-                    next="hccn_tool -i N -ip -g on the node",
-                )
-            )
-        else:
-            out.append(
-                Finding(
-                    "topology",
-                    "hccl-device-ips",
-                    OK,
-                    f"{len(n.device_ips)} device IPs as in the site",
-                    where=n.host,
-                )
-            )
-    return out
+    diff = [
+        f"device {d}: hardware {hw}, site {w}"
+        for d, (hw, w) in enumerate(zip(n.device_ips, want, strict=False))
+        if hw and hw != w
+    ]
+    unread = [str(d) for d, hw in enumerate(n.device_ips) if not hw]
+    if diff:
+        return Finding(
+            "topology",
+            "hccl-device-ips",
+            CRITICAL,
+            "; ".join(diff[:4]),
+            expected=expected,
+            where=n.host,
+            next="fix the site's device_ips (snrun site validate) or the "
+            "NPU's address (hccn_tool -i N -ip -s)",
+        )
+    if unread:
+        return Finding(
+            "topology",
+            "hccl-device-ips",
+            UNKNOWN,
+            f"no IP read for device(s) {','.join(unread)}: {n.device_ip_note or '-'}",
+            expected=expected,
+            where=n.host,
+            next="hccn_tool -i N -ip -g on the node",
+        )
+    return Finding(
+        "topology",
+        "hccl-device-ips",
+        OK,
+        f"{len(n.device_ips)} device IPs as in the site",
+        where=n.host,
+    )
