@@ -171,39 +171,20 @@ def read_node_facts(
     npu_smi = find_tool("npu-smi", NPU_SMI_DIRS, environ)
     hccn_tool = find_tool("hccn_tool", HCCN_TOOL_DIRS, environ)
     mapping, sdid_note = _npu_mapping(npu_smi, wanted, run)
-    unsupported = False
+    conf_ips, ip_note = _conf_ips(hccn_tool, hccn_conf)
+    fallback = ip_note  # a device's IP source when neither hccn_tool nor the file is there
 
-    def spod(d: int) -> tuple[int | None, str | None, int | None, str | None]:
-        if npu_smi is None or d not in mapping:
-            return None, None, None, None
-        npu, chip = mapping[d]
-        code, out = run([npu_smi, "info", "-t", "spod-info", "-i", str(npu), "-c", str(chip)])
-        sdid, pod, index = parse_spod_info(out) if code == 0 else (None, None, None)
-        why = None if sdid is not None else f"device {d}: {_first_line(out)}"
-        return sdid, pod, index, why
-
-    conf_ips: dict[int, str] | None = None
-    ip_note: str | None = None
-    if hccn_tool is None:
-        try:
-            conf_ips = parse_hccn_conf(Path(hccn_conf).read_text())
-        except OSError:
-            ip_note = f"hccn_tool not found and no {hccn_conf}"
+    def spod(d: int) -> _Spod:
+        return _spod(d, npu_smi, mapping, run)
 
     def device_ip(d: int) -> tuple[str | None, str | None]:
-        if hccn_tool is not None:
-            code, out = run([hccn_tool, "-i", str(d), "-ip", "-g"])
-            ip = parse_hccn_ip(out) if code == 0 else None
-            return ip, ("hccn_tool" if ip else f"hccn_tool -i {d}: {_first_line(out)}")
-        if conf_ips is not None:
-            ip = conf_ips.get(d)
-            return ip, (str(hccn_conf) if ip else f"{hccn_conf} has no address_{d}")
-        return None, ip_note
+        return _device_ip(d, hccn_tool, conf_ips, hccn_conf, fallback, run)
 
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         spods = list(pool.map(spod, wanted))
         ips = list(pool.map(device_ip, wanted))
     facts = []
+    unsupported = False
     for d, (sdid, pod, index, why), (ip, src) in zip(wanted, spods, ips, strict=True):
         if sdid is None and sdid_note is None and why:
             sdid_note = why
@@ -234,6 +215,53 @@ def read_node_facts(
         sdid_unsupported=unsupported,
         ip_note=ip_note,
     )
+
+
+def _conf_ips(
+    hccn_tool: str | None, hccn_conf: str | os.PathLike[str]
+) -> tuple[dict[int, str] | None, str | None]:
+    """Without hccn_tool: the device IPs of the hccn.conf file, or why there are none."""
+    if hccn_tool is not None:
+        return None, None
+    try:
+        return parse_hccn_conf(Path(hccn_conf).read_text()), None
+    except OSError:
+        return None, f"hccn_tool not found and no {hccn_conf}"
+
+
+# a device's (SDID, super pod id, server index, why the SDID is missing)
+_Spod = tuple[int | None, str | None, int | None, str | None]
+
+
+def _spod(d: int, npu_smi: str | None, mapping: dict[int, tuple[int, int]], run: Runner) -> _Spod:
+    """npu-smi's super pod facts of device ``d`` (all None where it has no NPU/chip for it)."""
+    if npu_smi is None or d not in mapping:
+        return None, None, None, None
+    npu, chip = mapping[d]
+    code, out = run([npu_smi, "info", "-t", "spod-info", "-i", str(npu), "-c", str(chip)])
+    sdid, pod, index = parse_spod_info(out) if code == 0 else (None, None, None)
+    why = None if sdid is not None else f"device {d}: {_first_line(out)}"
+    return sdid, pod, index, why
+
+
+def _device_ip(
+    d: int,
+    hccn_tool: str | None,
+    conf_ips: dict[int, str] | None,
+    hccn_conf: str | os.PathLike[str],
+    fallback: str | None,
+    run: Runner,
+) -> tuple[str | None, str | None]:
+    """Device ``d``'s IP and where it came from (hccn_tool, else the hccn.conf file), or None
+    and why not."""
+    if hccn_tool is not None:
+        code, out = run([hccn_tool, "-i", str(d), "-ip", "-g"])
+        ip = parse_hccn_ip(out) if code == 0 else None
+        return ip, ("hccn_tool" if ip else f"hccn_tool -i {d}: {_first_line(out)}")
+    if conf_ips is not None:
+        ip = conf_ips.get(d)
+        return ip, (str(hccn_conf) if ip else f"{hccn_conf} has no address_{d}")
+    return None, fallback
 
 
 def site_vs_hardware(node_ips: tuple[str, ...], facts: NodeFacts) -> list[str]:
