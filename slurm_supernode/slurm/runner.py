@@ -78,6 +78,15 @@ def run_slurm(
     """
     cmd = [str(c) for c in cmd]
     name = cmd[0]
+    full_env = _environment(name, env)
+    proc = _run(cmd, input=input, timeout=timeout, cwd=cwd, env=full_env)
+    if proc.returncode != 0:
+        _raise_failure(name, proc, check)
+    return proc
+
+
+def _environment(name: str, env: Mapping[str, str] | None) -> dict[str, str] | None:
+    """The command's environment (None: this process's), with a SLURM_CONF that exists."""
     full_env = None
     if env is not None:
         full_env = dict(os.environ)
@@ -90,15 +99,28 @@ def run_slurm(
             kind=SlurmErrorKind.NO_CONFIG,
             hint="unset SLURM_CONF or boot the cluster it belongs to ('make cluster-up')",
         )
+    return full_env
+
+
+def _run(
+    cmd: list[str],
+    *,
+    input: str | None,
+    timeout: float,
+    cwd: str | os.PathLike[str] | None,
+    env: dict[str, str] | None,
+) -> subprocess.CompletedProcess[str]:
+    """The command's completed process; a missing binary or a timeout is a SlurmError."""
+    name = cmd[0]
     try:
-        proc = subprocess.run(
+        return subprocess.run(
             cmd,
             input=input,
             capture_output=True,
             text=True,
             timeout=timeout,
             cwd=cwd,
-            env=full_env,
+            env=env,
             check=False,
         )
     except FileNotFoundError:
@@ -117,22 +139,25 @@ def run_slurm(
         raise SlurmError(
             f"{name} could not be run: {exc.strerror or exc}", kind=SlurmErrorKind.NOT_INSTALLED
         ) from None
-    if proc.returncode != 0:
-        stderr = proc.stderr or ""
-        kind = failure_kind(proc)
-        if kind in (SlurmErrorKind.UNREACHABLE, SlurmErrorKind.TIMEOUT):
-            raise SlurmError(
-                f"{name}: cannot reach the Slurm controller: {_one_line(stderr)}",
-                kind=kind,
-                hint=_CONTROLLER_HINT,
-            )
-        if kind is SlurmErrorKind.NO_CONFIG:
-            raise SlurmError(
-                f"{name}: no Slurm configuration found: {_one_line(stderr)}",
-                kind=kind,
-                hint="set SLURM_CONF to the cluster's slurm.conf",
-            )
-        if check:
-            detail = _one_line(stderr) or _one_line(proc.stdout) or "no message"
-            raise SlurmError(f"{name} failed (exit {proc.returncode}): {detail}", kind=kind)
-    return proc
+
+
+def _raise_failure(name: str, proc: subprocess.CompletedProcess[str], check: bool) -> None:
+    """A non-zero exit: an unreachable controller or a missing configuration always raise;
+    any other failure only with ``check``."""
+    stderr = proc.stderr or ""
+    kind = failure_kind(proc)
+    if kind in (SlurmErrorKind.UNREACHABLE, SlurmErrorKind.TIMEOUT):
+        raise SlurmError(
+            f"{name}: cannot reach the Slurm controller: {_one_line(stderr)}",
+            kind=kind,
+            hint=_CONTROLLER_HINT,
+        )
+    if kind is SlurmErrorKind.NO_CONFIG:
+        raise SlurmError(
+            f"{name}: no Slurm configuration found: {_one_line(stderr)}",
+            kind=kind,
+            hint="set SLURM_CONF to the cluster's slurm.conf",
+        )
+    if check:
+        detail = _one_line(stderr) or _one_line(proc.stdout) or "no message"
+        raise SlurmError(f"{name} failed (exit {proc.returncode}): {detail}", kind=kind)
