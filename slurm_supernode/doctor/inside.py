@@ -13,8 +13,9 @@ import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import cast
 
-from slurm_supernode.bench.model import BenchConfig
+from slurm_supernode.bench.model import BenchConfig, BenchRun
 from slurm_supernode.doctor import probe
 from slurm_supernode.doctor.model import DoctorFacts, NodeFacts, RankFacts
 from slurm_supernode.errors import InputError
@@ -113,43 +114,62 @@ def run_inside(site: Site, opts: InsideOptions, env: Mapping[str, str] | None = 
         mine = None
         if local_rank == 0:
             mine = node_facts(site, host, supernode, cuda, opts, site.doctor.storage_mb)
-        ranks: list = [None] * world
-        nodes: list = [None] * world
-        dist.all_gather_object(ranks, me)
+        gathered: list[RankFacts | None] = [None] * world
+        nodes: list[NodeFacts | None] = [None] * world
+        dist.all_gather_object(gathered, me)
         dist.all_gather_object(nodes, mine)
-        size = opts.size or (site.doctor.size if backend == "nccl" else 1 << 20)
-        config = BenchConfig(
-            sizes=tuple(sorted({min(1 << 20, size), size})),
-            collectives=("all_reduce",),
-            scopes=SCOPES,
-            dtypes=("bfloat16",) if backend == "nccl" else ("float32",),
-            iters=opts.iters or (20 if backend == "nccl" else 5),
-            warmup=5 if backend == "nccl" else 1,
-            backend=backend,
-            site=site.name,
-            job_id=opts.job_id,
-            delay_s=injected_delay(env, host),
-        )
-        run = run_benchmark(config, env)
+        ranks = cast("list[RankFacts]", gathered)  # all_gather_object filled every rank's
+        run = run_benchmark(_bench_config(site, opts, backend, injected_delay(env, host)), env)
         if rank != 0:
             return 0
-        nproc = sum(1 for r in ranks if r.host == host)
-        facts = DoctorFacts(
-            site=site.name,
-            job_id=opts.job_id,
-            backend=backend,
-            nproc_per_node=nproc,
-            ranks=tuple(sorted(ranks, key=lambda r: r.rank)),
-            nodes=tuple(n for n in nodes if n is not None),
-            bench=run,
-            time=time.time(),
-        )
-        write_json_atomic(opts.out, facts.to_dict())
-        if opts.db and run is not None:
-            from slurm_supernode.bench.store import open_store
-
-            with open_store(opts.db) as store:
-                store.add_run(run)
+        _write_facts(site, opts, backend, host, ranks, nodes, run)
         return 0
     finally:
         dist.destroy_process_group()
+
+
+def _bench_config(site: Site, opts: InsideOptions, backend: str, delay_s: float) -> BenchConfig:
+    """The all-reduce per group scope: a small size and the site's (bfloat16 on GPUs)."""
+    size = opts.size or (site.doctor.size if backend == "nccl" else 1 << 20)
+    return BenchConfig(
+        sizes=tuple(sorted({min(1 << 20, size), size})),
+        collectives=("all_reduce",),
+        scopes=SCOPES,
+        dtypes=("bfloat16",) if backend == "nccl" else ("float32",),
+        iters=opts.iters or (20 if backend == "nccl" else 5),
+        warmup=5 if backend == "nccl" else 1,
+        backend=backend,
+        site=site.name,
+        job_id=opts.job_id,
+        delay_s=delay_s,
+    )
+
+
+def _write_facts(
+    site: Site,
+    opts: InsideOptions,
+    backend: str,
+    host: str,
+    ranks: list[RankFacts],
+    nodes: list[NodeFacts | None],
+    run: BenchRun | None,
+) -> None:
+    """Rank 0: every rank's and node's facts with the run, as JSON (and the run into the
+    bench database when asked)."""
+    nproc = sum(1 for r in ranks if r.host == host)
+    facts = DoctorFacts(
+        site=site.name,
+        job_id=opts.job_id,
+        backend=backend,
+        nproc_per_node=nproc,
+        ranks=tuple(sorted(ranks, key=lambda r: r.rank)),
+        nodes=tuple(n for n in nodes if n is not None),
+        bench=run,
+        time=time.time(),
+    )
+    write_json_atomic(opts.out, facts.to_dict())
+    if opts.db and run is not None:
+        from slurm_supernode.bench.store import open_store
+
+        with open_store(opts.db) as store:
+            store.add_run(run)
