@@ -152,7 +152,7 @@ def submit_to_running(runs: int) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(allow_abbrev=False)
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument(
         "--submit-only", action="store_true", help="only submit-to-RUNNING (per Slurm version)"

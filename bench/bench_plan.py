@@ -97,7 +97,7 @@ def end_to_end(supernodes: int, tmp: Path) -> dict[str, float]:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     p.add_argument("--small", type=int, default=144, help="super nodes of the small site")
     p.add_argument("--large", type=int, default=1400, help="super nodes of the large site")
     args = p.parse_args()

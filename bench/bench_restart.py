@@ -263,7 +263,7 @@ SCENARIOS = ("in-allocation", "requeue", "lost-node", "plain", "expedite")
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(allow_abbrev=False)
     ap.add_argument(
         "--only", default=",".join(SCENARIOS), help=f"comma-separated subset of {SCENARIOS}"
     )

@@ -63,7 +63,7 @@ def make_site(supernodes: int, nodes_per_sn: int = 18, racks: bool = True) -> st
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     ap.add_argument("--supernodes", type=int, default=1390)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--no-racks", action="store_true", help="one hostlist per super node")

@@ -127,7 +127,7 @@ def compare(args) -> int:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     sub = p.add_subparsers(dest="cmd", required=True)
     f = sub.add_parser("fit", help="link figures from a measured run")
     f.add_argument("runs", nargs="+")

@@ -98,7 +98,7 @@ def job_option_argv(ns: argparse.Namespace) -> list[str]:
 
 
 def _job_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="snrun bench submit", add_help=False)
+    p = argparse.ArgumentParser(prog="snrun bench submit", add_help=False, allow_abbrev=False)
     add_job_options(p)
     return p
 

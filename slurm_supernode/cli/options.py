@@ -34,7 +34,15 @@ _TYPE_WORDS = {"int": "a whole number", "float": "a number"}
 
 
 class Parser(argparse.ArgumentParser):
-    """ArgumentParser whose errors are one line (``UsageError``) instead of usage + exit."""
+    """ArgumentParser whose errors are one line (``UsageError``) instead of usage + exit.
+
+    Long options are matched exactly (``allow_abbrev=False``, inherited by sub-parsers, which
+    argparse builds with this class): ``--dry`` is an unknown option, not ``--dry-run``.
+    """
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):  # type: ignore[override]
         where, text, hint = self._translate(message)

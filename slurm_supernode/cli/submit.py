@@ -13,6 +13,7 @@ from slurm_supernode.cli.options import (
     positive,
     refuse_if,
 )
+from slurm_supernode.launch.directives import Directive
 from slurm_supernode.launch.jobspec import JobSpec, parse_env_items
 
 
@@ -146,10 +147,7 @@ def split_argv(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[list[s
             return argv[:i], argv[i:]
         if tok.startswith("--"):
             name, eq, _ = tok.partition("=")
-            action = longs.get(name)
-            if action is None:  # argparse accepts unique prefixes
-                hits = [a for o, a in longs.items() if o.startswith(name)]
-                action = hits[0] if len({id(a) for a in hits}) == 1 else None
+            action = longs.get(name)  # exact names only: abbreviations are unknown options
             takes = not eq and action is not None and action.nargs != 0
         else:
             action = parser._option_string_actions.get(tok[:2])
@@ -161,10 +159,43 @@ def split_argv(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[list[s
     return argv, []
 
 
+def options_among(parser: argparse.ArgumentParser, args: list[str]) -> list[str]:
+    """The words of ``args`` that are snrun's own options (``--dry-run``, ``--nodes=4``, ``-N``),
+    up to a ``--`` (what follows it was marked as the program's). ``-h/--help`` is left out:
+    every script has one."""
+    found = []
+    for word in args:
+        if word == "--":
+            break
+        name = word.split("=", 1)[0] if word.startswith("--") else word
+        action = parser._option_string_actions.get(name)
+        if action is not None and not isinstance(action, argparse._HelpAction):
+            found.append(word)
+    return found
+
+
 def parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
-    """Parse snrun's options only; the script and its arguments are kept verbatim."""
+    """Parse snrun's options only; the script and its arguments are kept verbatim.
+
+    Arguments after SCRIPT that are snrun's own options (before a ``--`` among the program's
+    arguments) are named in a warning; ``--dry-run`` there is refused, since ``snrun train.py
+    --dry-run`` would submit a real job. (Launcher-only options are refused in
+    ``check_inapplicable``; options a program may well have, ``--tp``, ``--json``, pass.)
+    """
+    from slurm_supernode.errors import InputError
+
     own, program = split_argv(parser, argv)
     ns = parser.parse_args(own)
+    stray = options_among(parser, program[0 if ns.module is not None else 1 :])
+    stray = [w for w in stray if w.split("=", 1)[0] not in LAUNCHER_OPTIONS]  # said below
+    if stray:
+        where = f"-m {ns.module}" if ns.module is not None else program[0]
+        what = f"{' '.join(stray)} after the {'module' if ns.module else 'script'} go to it"
+        how = "snrun's options go before the program; write them after '--' among its arguments"
+        if "--dry-run" in stray:  # misplaced, it would submit a real job: never that
+            raise InputError(f"{what}, not to snrun: a real job would be submitted",
+                             where=where, hint=how)  # fmt: skip
+        print(f"snrun: warning: {where}: {what}, not to snrun ({how})", file=sys.stderr)
     if ns.module is not None:
         ns.program, ns.args = None, program
     else:
@@ -304,10 +335,9 @@ def spec_from_args(ns: argparse.Namespace) -> JobSpec:
     )
 
 
-def with_directives(spec: JobSpec) -> tuple[JobSpec, list[str]]:
+def with_directives(spec: JobSpec) -> tuple[JobSpec, list[Directive]]:
     """The spec with the script's leading ``#SBATCH`` lines applied (the command line wins),
-    and those lines as sbatch arguments, for --dry-run. Refuses a missing script, module or
-    working directory first."""
+    and those lines, for --dry-run and for naming a line sbatch refuses."""
     import dataclasses
     import os
     from pathlib import Path
@@ -321,7 +351,7 @@ def with_directives(spec: JobSpec) -> tuple[JobSpec, list[str]]:
     if "sbatch_args" in updates:
         updates["sbatch_args"] = (*updates["sbatch_args"], *spec.sbatch_args)  # type: ignore[misc]
     spec = dataclasses.replace(spec, **updates)  # type: ignore[arg-type]
-    return spec, [d.sbatch_arg for d in directives]
+    return spec, directives
 
 
 def check_spec_program(spec: JobSpec) -> None:
@@ -353,7 +383,8 @@ def _check_input_file(path: str, option: str, *, must_be_path: bool) -> None:
 def run(ns: argparse.Namespace) -> int:
     import json
 
-    from slurm_supernode.errors import InputError
+    from slurm_supernode.errors import InputError, SlurmError
+    from slurm_supernode.launch.directives import blame_line, directive_notices
     from slurm_supernode.launch.facts import gather_facts
     from slurm_supernode.launch.job import plan_job, submit_job
     from slurm_supernode.launch.jobdir import jobs_root
@@ -361,7 +392,8 @@ def run(ns: argparse.Namespace) -> int:
     from slurm_supernode.launch.syntax import check_job_values
     from slurm_supernode.site.loader import load_site
 
-    spec, directives = with_directives(spec_from_args(ns))
+    spec, found = with_directives(spec_from_args(ns))
+    directives = [d.sbatch_arg for d in found]
     check_job_values(spec)  # a value that can never work fails a dry run too
     if not ns.dry_run:
         check_spec_program(spec)  # before asking Slurm anything
@@ -374,7 +406,7 @@ def run(ns: argparse.Namespace) -> int:
             check_spec_program(spec)
         except InputError as exc:
             print(f"snrun: warning: {exc} (a submission would be refused)", file=sys.stderr)
-    for notice in plan.request.notices:
+    for notice in [*directive_notices(found, spec.program), *plan.request.notices]:
         print(f"snrun: {notice}", file=sys.stderr)
     if ns.dry_run:
         preview = plan_preview(plan)
@@ -392,7 +424,13 @@ def run(ns: argparse.Namespace) -> int:
             for line in preview["plan_lines"]:
                 print(f"# {line}")
         return 0
-    job_id = submit_job(plan)
+    try:
+        job_id = submit_job(plan)
+    except SlurmError as exc:
+        line = blame_line(exc.message, found, spec.program)
+        if line and not exc.where:
+            exc.where = f"#SBATCH line {line}"
+        raise
     print(job_id if ns.parsable else f"Submitted batch job {job_id}", flush=True)
     if not ns.wait:
         return 0

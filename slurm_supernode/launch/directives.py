@@ -8,6 +8,7 @@ to sbatch as is (before ``--sbatch`` ones, so the command line still wins). Pure
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +41,32 @@ KNOWN: dict[str, tuple[str, bool]] = {
     "--nodes": ("nodes", True),
     "--exclusive": ("exclusive", False),
 }
+# sbatch options snrun sets itself, or that would break how it submits and restarts a job:
+# an #SBATCH line with one is refused, naming the line. option -> why.
+CONFLICTS: dict[str, str] = {
+    "-n": "snrun runs one agent task per node (--ntasks-per-node=1)",
+    "--ntasks": "snrun runs one agent task per node (--ntasks-per-node=1)",
+    "--ntasks-per-node": "snrun runs one agent task per node; --nproc-per-node sets the ranks",
+    "--gres": "snrun asks for the site's devices per node (--gres from the site)",
+    "--segment": "snrun asks for whole super nodes itself (-S N)",
+    "--switches": "snrun asks for whole super nodes itself (-S N)",
+    "--requeue": "snrun's restarts need the job requeueable, as it sets",
+    "--no-requeue": "snrun's restarts requeue the job",
+    "--open-mode": "snrun appends the logs of all attempts (--open-mode=append)",
+    "--signal": "snrun's supervisor needs its own warning signal (B:USR2@90)",
+    "--parsable": "snrun reads sbatch's answer itself",
+    "-W": "snrun waits itself: snrun -W",
+    "--wait": "snrun waits itself: snrun -W",
+    "--test-only": "snrun --dry-run shows what would be submitted",
+    "-a": "snrun submits one job chain, not an array",
+    "--array": "snrun submits one job chain, not an array",
+}
+# sbatch options that mean something else on snrun's command line: passed to sbatch with a
+# notice, so `#SBATCH -S 2` is not mistaken for two super nodes. option -> (sbatch, snrun).
+OTHER_MEANING: dict[str, tuple[str, str]] = {
+    "-S": ("core specialisation (--core-spec)", "snrun -S N: whole super nodes"),
+    "-m": ("task distribution (--distribution)", "snrun -m MODULE: run a module"),
+}
 # sbatch options that never take a separate value (so the next word is an option, not a value).
 _FLAGS = {
     "--contiguous", "--hold", "-H", "--ignore-pbs", "--no-requeue", "--requeue", "--overcommit",
@@ -65,6 +92,13 @@ class Directive:
             return self.option
         sep = "=" if self.option.startswith("--") else ""
         return f"{self.option}{sep}{self.value}"
+
+    @property
+    def shown(self) -> str:
+        """The option as a script line writes it (``-S 2``, ``--time=5``), for messages."""
+        if self.value is None:
+            return self.option
+        return f"{self.option}{'=' if self.option.startswith('--') else ' '}{self.value}"
 
 
 def directive_lines(text: str) -> list[tuple[int, str]]:
@@ -134,6 +168,13 @@ def apply_directives(
     out: dict[str, object] = {}
     passthrough: list[str] = []
     for d in directives:
+        if d.option in CONFLICTS:
+            raise InputError(
+                f"#SBATCH {d.shown} conflicts with what snrun sets",
+                where=f"{where}:{d.line}",
+                hint=f"{CONFLICTS[d.option]}; remove the line (--sbatch=ARG on the command line "
+                "overrides snrun knowingly)",
+            )
         if d.field is None:
             passthrough.append(d.sbatch_arg)
             continue
@@ -154,3 +195,36 @@ def apply_directives(
     if passthrough:
         out["sbatch_args"] = tuple(passthrough)
     return out
+
+
+def directive_notices(directives: list[Directive], where: str = "SCRIPT") -> list[str]:
+    """One line per ``#SBATCH`` option that means something else on snrun's command line."""
+    out = []
+    for d in directives:
+        if d.option in OTHER_MEANING:
+            sbatch, snrun = OTHER_MEANING[d.option]
+            out.append(
+                f"{where}:{d.line}: #SBATCH {d.shown} is sbatch's {sbatch}, passed to "
+                f"sbatch as is (not {snrun})"
+            )
+    return out
+
+
+def blame_line(message: str, directives: list[Directive], where: str = "SCRIPT") -> str | None:
+    """``file:line`` of the ``#SBATCH`` line an sbatch error message is about, if one is named.
+
+    sbatch names the option it refuses (``unrecognized option '--foo'``, ``Invalid
+    --distribution specification``); the last matching line wins, as the last occurrence is
+    the one sbatch used.
+    """
+    hit = None
+    for d in directives:
+        if d.field is not None:
+            continue  # applied by snrun, not passed to sbatch
+        if any(_mentions(message, n) for n in (d.option, d.sbatch_arg)):
+            hit = f"{where}:{d.line}"
+    return hit
+
+
+def _mentions(message: str, word: str) -> bool:
+    return re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", message) is not None

@@ -128,7 +128,9 @@ def _reshape(job_id: int, exclude: list[str], prefer: Preference | None) -> list
 def main(argv: list[str]) -> int:
     import argparse
 
-    ap = argparse.ArgumentParser(prog="python -m slurm_supernode.runtime.release")
+    ap = argparse.ArgumentParser(
+        prog="python -m slurm_supernode.runtime.release", allow_abbrev=False
+    )
     ap.add_argument("job_id", type=int)
     ap.add_argument("exclude", nargs="*")
     ap.add_argument("--prefer")

@@ -377,9 +377,69 @@ def _dry_run_command(capsys, argv) -> str:
 
 
 def test_script_keeps_its_own_options(capsys):
-    line = _dry_run_command(capsys, ["train.py", "--debug", "--tp", "0", "-S", "x", "--json"])
+    line = _dry_run_command(capsys, ["train.py", "--debug", "--lr", "0", "-x", "--data=a"])
     # the job runs the code snapshot: <job dir>/code/train.py
-    assert "/code/train.py --debug --tp 0 -S x --json" in line.split(" -- ", 1)[1]
+    assert "/code/train.py --debug --lr 0 -x --data=a" in line.split(" -- ", 1)[1]
+
+
+def test_snrun_options_after_the_script_are_named_and_a_dry_run_there_refused(capsys):
+    """`snrun train.py --nproc-per-node 1 --dry-run` must not submit a real job."""
+    argv = ["--site", "local", "train.py", "--nproc-per-node", "1", "--dry-run"]
+    assert main(argv) == 2
+    line = check_one_line(capsys.readouterr().err, "snrun", "train.py: --nproc-per-node")
+    assert "--dry-run after the script go to it, not to snrun: a real job would be" in line
+    for argv, named in (
+        (["train.py", "--lr", "1", "--nodes=4", "-N", "2"], "train.py: --nodes=4 -N after the"),
+        (["-m", "pkg.train", "--time", "5"], "-m pkg.train: --time after the module"),
+    ):
+        assert main(["--site", "local", "--dry-run", *argv]) == 0
+        err = capsys.readouterr().err
+        assert f"snrun: warning: {named}" in err, err
+
+
+def test_double_dash_gives_snrun_like_options_to_the_program(capsys):
+    line = _dry_run_command(capsys, ["train.py", "--", "--nodes", "4", "--dry-run"])
+    assert "/code/train.py -- --nodes 4 --dry-run" in line.split(" -- ", 1)[1]
+    line = _dry_run_command(capsys, ["-m", "pkg.train", "--", "--time", "5"])
+    assert line.split(" -- ", 1)[1].startswith("-m pkg.train -- --time 5")
+    line = _dry_run_command(capsys, ["train.py", "--help"])  # the script's own help
+    assert "/code/train.py --help" in line.split(" -- ", 1)[1]
+
+
+def _all_parsers():
+    import argparse
+
+    from slurm_supernode.cli.main import SUBCOMMANDS, build_parser
+
+    todo = [build_parser(name) for name in SUBCOMMANDS]
+    while todo:
+        parser = todo.pop()
+        yield parser
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                todo.extend(action.choices.values())
+
+
+def test_every_parser_refuses_abbreviations():
+    parsers = list(_all_parsers())
+    assert len(parsers) > 13  # sub-commands and their actions
+    assert [p.prog for p in parsers if p.allow_abbrev] == []
+
+
+ABBREVIATED = [
+    case([*S, "--dry", "t.py"], "snrun", "unknown option --dry"),
+    case(["--site", "local", "--nproc-per-nod", "1", "t.py"], "snrun", "--nproc-per-node?"),
+    case([*P, "--mod", "llama-70b"], "snrun plan", "unknown option --mod"),
+    case(["site", "export", "local", "-f", "gres", "--out", "x"], "snrun site", "option --out"),
+    case(["status", "1", "--js"], "snrun status", "unknown option --js"),
+    case(["bench", "report", "--htm", "x.html"], "snrun bench", "unknown option --htm"),
+]
+
+
+@pytest.mark.parametrize(("argv", "prefix", "fragment"), ABBREVIATED)
+def test_abbreviated_options_are_unknown(capsys, argv, prefix, fragment):
+    assert main(argv) == 2
+    check_one_line(capsys.readouterr().err, prefix, fragment)
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,12 @@ from pathlib import Path
 import pytest
 
 from slurm_supernode.errors import InputError
-from slurm_supernode.launch.directives import apply_directives, parse_directives
+from slurm_supernode.launch.directives import (
+    apply_directives,
+    blame_line,
+    directive_notices,
+    parse_directives,
+)
 from slurm_supernode.launch.snapshot import (
     check_program,
     collect_snapshot,
@@ -193,3 +198,42 @@ def test_module_runs_from_the_snapshot(tmp_path: Path) -> None:
         [sys.executable, "-m", "pkg.train"], cwd=live, env=env, capture_output=True, text=True
     )
     assert out.stdout.strip() == "snap"
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["--ntasks-per-node=4", "-n 8", "--ntasks 8", "--gres=gpu:2", "--no-requeue",
+     "--signal=USR1@60", "--open-mode truncate", "-W", "--array=1-3", "--parsable"],
+)  # fmt: skip
+def test_sbatch_line_that_conflicts_with_snrun_is_refused_naming_it(line: str) -> None:
+    ds = parse_directives(f"#!/usr/bin/env python\n#SBATCH -t 5\n#SBATCH {line}\n", "t.py")
+    with pytest.raises(InputError) as exc:
+        apply_directives({}, ds, "t.py")
+    text = str(exc.value)
+    assert text.startswith("t.py:3: #SBATCH ") and "conflicts with what snrun sets" in text
+    assert line.split()[0].split("=")[0] in text
+
+
+def test_sbatch_options_that_mean_otherwise_in_snrun_are_named(tmp_path: Path) -> None:
+    ds = parse_directives("#SBATCH -S 2\n#SBATCH --core-spec=2 -m block\n#SBATCH -N 4\n", "t.py")
+    assert apply_directives({}, ds, "t.py") == {
+        "sbatch_args": ("-S2", "--core-spec=2", "-mblock"),  # passed to sbatch as is
+        "nodes": 4,
+    }
+    notices = directive_notices(ds, "t.py")
+    assert len(notices) == 2
+    assert notices[0].startswith("t.py:1: #SBATCH -S 2 is sbatch's core specialisation")
+    assert "not snrun -S N: whole super nodes" in notices[0]
+    assert notices[1].startswith("t.py:2: #SBATCH -m block is sbatch's task distribution")
+    (tmp_path / "t.py").write_text("#SBATCH -S 2\n")
+    out = snrun("--dry-run", "t.py", cwd=tmp_path)
+    assert out.returncode == 0 and "snrun: t.py:1: #SBATCH -S 2 is sbatch's core" in out.stderr
+
+
+def test_sbatch_error_about_a_script_line_names_the_line() -> None:
+    ds = parse_directives(
+        "#SBATCH -t 5 --reservation=r1\n#SBATCH --bogus\n#SBATCH --distribution=weird\n", "t.py"
+    )
+    assert blame_line("sbatch: unrecognized option '--bogus'", ds, "t.py") == "t.py:2"
+    assert blame_line("sbatch: error: Invalid --distribution specification", ds, "t.py") == "t.py:3"
+    assert blame_line("sbatch: error: Invalid account or account/partition", ds, "t.py") is None
