@@ -16,7 +16,9 @@ def attempt_evidence(job_dir: Path, attempt: dict[str, Any]) -> dict[str, Any]:
     n = attempt["attempt"]
     folder = attempt_dir(job_dir, n)
     out["logs"] = str(folder) if folder.is_dir() else None
-    out["error"] = first_error(job_dir, n) if attempt.get("cause") != "success" else None
+    # a stopped job's ranks die of the signal (SignalException): that is no cause to show
+    failed = attempt.get("cause") not in ("success", "cancelled", "preemption", "time_limit")
+    out["error"] = first_error(job_dir, n) if failed else None
     stacks = folder / "stacks"
     out["stacks"] = str(stacks) if stacks.is_dir() and any(stacks.iterdir()) else None
     return out

@@ -75,6 +75,7 @@ class AttemptResult:
     hung: bool = False  # the supervisor stopped the step for lack of progress
     progress: str | None = None  # last progress marker the training script wrote
     health_failed: Sequence[str] = ()  # nodes whose pre-flight health check failed
+    cancelled: bool = False  # with signal TERM: the job was cancelled (snrun cancel, scancel)
 
 
 @dataclass(frozen=True)
@@ -105,7 +106,9 @@ def classify(result: AttemptResult) -> tuple[Cause, tuple[str, ...], str]:
         if result.bad_nodes:
             bad = tuple(result.bad_nodes)
             return Cause.NODE_FAILURE, bad, f"node(s) lost: {','.join(bad)}; Slurm requeues the job"
-        return Cause.PREEMPTION, (), "job signalled to stop (preempted, cancelled or requeued)"
+        if result.cancelled:
+            return Cause.CANCELLED, (), "job cancelled (snrun cancel or scancel)"
+        return Cause.PREEMPTION, (), "job signalled to stop (preempted or requeued)"
     all_zero = all(c == 0 for c in result.node_exits.values())
     if result.step_exit == 0 and all_zero and set(result.node_exits) >= set(result.hosts):
         return Cause.SUCCESS, (), "all nodes exited 0"

@@ -232,6 +232,7 @@ class Supervisor:
             signal=self.signal,
             hung=hung,
             progress=progress,
+            cancelled=self.signal is StopSignal.TERM and self._cancelled(),
         )
 
     def act(self, d: Decision) -> ExitCode | None:
@@ -376,6 +377,19 @@ class Supervisor:
 
     def _chain(self) -> ledger.Chain:
         return ledger.fold(ledger.read(self.cfg.job_dir))
+
+    def _cancelled(self) -> bool:
+        """Was the SIGTERM a cancellation? `snrun cancel` marks the chain first; a plain
+        scancel shows in Slurm's job state (CANCELLED while the job completes)."""
+        if (self._chain().final or {}).get("state") == "CANCELLED":
+            return True
+        from slurm_supernode.slurm.jobs import controller_jobs
+
+        try:
+            infos = controller_jobs(self.cfg.job_id)
+        except SlurmError:
+            return False
+        return any(info.state.startswith("CANCELLED") for info in infos)
 
     def _bad_nodes(self) -> list[str]:
         from slurm_supernode.slurm.nodes import node_infos

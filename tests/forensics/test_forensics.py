@@ -106,6 +106,12 @@ def test_status_evidence_says_the_cause_and_where(tmp_path: Path) -> None:
     assert f"log  : {folder / 'stderr.log'}" in text and "stacks:" in text
     ok = attempt_evidence(tmp_path, {"attempt": 0, "cause": "success"})
     assert ok["error"] is None
+    # a job stopped by a signal: the ranks' SignalException is no cause to show
+    (folder / "error.json").write_text(error_json("SignalException: Process 7 got signal: 15", 2))
+    for cause in ("cancelled", "preemption", "time_limit"):
+        stopped = attempt_evidence(tmp_path, {"attempt": 0, "cause": cause})
+        assert stopped["error"] is None and "cause:" not in "\n".join(evidence_lines(stopped))
+    assert attempt_evidence(tmp_path, {"attempt": 0, "cause": "app_error"})["error"] is not None
 
 
 def test_error_hook_writes_torchelastic_error_file(tmp_path: Path) -> None:

@@ -3,7 +3,7 @@
 Each call is logged (one JSON line per call in $FAKE_CALLS). What a step does is read from the
 scenario ($FAKE_SCENARIO, JSON): ``attempts[SNRUN_ATTEMPT]`` for the agent step, ``health``
 for the pre-flight step, ``bad_nodes`` for `scontrol show node`, ``proctrack`` for `scontrol
-show config`'s ProctrackType, ``requeue_fails`` and ``sbatch_fails`` for the actions. An
+show config`'s ProctrackType, ``job_state`` for `scontrol show job`, ``requeue_fails`` and ``sbatch_fails`` for the actions. An
 attempt is a dict:
 
 - ``exits`` {host: code}: node_exit ledger records the agents would write (missing host =
@@ -82,6 +82,10 @@ def scontrol(args: list[str]) -> int:
         return 0
     if args[:2] == ["show", "config"]:
         print(f"ProctrackType           = {sc.get('proctrack', 'proctrack/linuxproc')}")
+        return 0
+    if args[:2] == ["show", "job"]:  # ``job_state``: what the controller says of the job
+        job = {"job_id": int(args[-1]), "job_state": [sc.get("job_state", "RUNNING")]}
+        print(json.dumps({"jobs": [job]}))
         return 0
     if args[0] in ("requeue", "requeuehold"):
         if sc.get("requeue_fails"):

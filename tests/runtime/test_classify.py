@@ -57,6 +57,8 @@ def test_signals_and_hang() -> None:
         == A.REQUEUE
     )
     assert classify(result(signal=StopSignal.TERM))[0] == C.PREEMPTION
+    assert classify(result(signal=StopSignal.TERM, cancelled=True))[0] == C.CANCELLED
+    assert classify(result(cancelled=True, step_exit=1))[0] == C.APP_ERROR  # no signal: a failure
     term = decide(result(signal=StopSignal.TERM, step_exit=143), [], default_budgets(1))
     assert term.action == A.LEAVE_TO_SLURM  # Slurm requeues or ends the job: no final state here
     lost = decide(

@@ -206,6 +206,18 @@ def test_sigterm_is_forwarded_and_left_to_slurm(h):
     assert h.final() is None  # Slurm requeues or ends the job; the chain is not over
 
 
+def test_sigterm_of_a_cancelled_job_reads_as_cancellation(h):
+    """scancel: Slurm says CANCELLED; the attempt's cause is no preemption."""
+    term = {"signal_parent": "TERM", "exits": {"n0": 0, "n1": 0}}
+    assert h.run({"attempts": [term], "job_state": "CANCELLED"}) is ExitCode.SIGNALLED
+    assert h.ends() == [("cancelled", "slurm")]
+    from slurm_supernode.runtime.status import chain_summary, format_chain
+
+    attempt = chain_summary(h.job_dir)["attempts"][0]
+    assert attempt["detail"] == "job cancelled (snrun cancel or scancel)"
+    assert "preempt" not in format_chain(chain_summary(h.job_dir))
+
+
 def test_usr2_is_forwarded_then_the_job_requeues_itself(h):
     usr2 = {"signal_parent": "USR2", "exits": {"n0": 0, "n1": 0}, "rc": 0}
     assert h.run({"attempts": [usr2]}) is ExitCode.OK
