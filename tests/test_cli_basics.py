@@ -46,3 +46,60 @@ def test_dry_run_stays_light(tmp_path):
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def _chain(root: Path, name: str, job_id: int, **final: str) -> Path:
+    from slurm_supernode.launch.jobdir import link_job_id
+    from slurm_supernode.runtime import ledger
+
+    d = root / name
+    d.mkdir(parents=True)
+    (d / "plan.json").write_text("{}")
+    (d / "job.json").write_text(f'{{"job_ids": [{job_id}]}}')
+    link_job_id(root, d, job_id)
+    ledger.append(d, "attempt_start", attempt=0, job_id=job_id, nodes="n0")
+    if final:
+        ledger.append(d, "final", job_id=job_id, **final)
+    return d
+
+
+def test_status_without_a_job_lists_recent_chains(tmp_path, capsys):
+    import json
+    import time
+
+    _chain(tmp_path, "old.py-1", 3, state="FAILED", reason="x")
+    time.sleep(0.02)
+    _chain(tmp_path, "mid.py-2", 4, state="COMPLETED", reason="y")
+    time.sleep(0.02)
+    _chain(tmp_path, "new.py-3", 5)
+    (tmp_path / "not-a-job").mkdir()
+    assert main(["status", "--jobs-dir", str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[:3] == ["job", "ids", "state"]
+    assert [line.split()[:2] for line in lines[1:]] == [
+        ["5", "RUNNING"], ["4", "COMPLETED"], ["3", "FAILED"],
+    ]  # fmt: skip
+    assert main(["status", "--jobs-dir", str(tmp_path), "-n", "1", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["job_ids"], r["state"], r["attempts"]) for r in rows] == [([5], "RUNNING", 1)]
+    assert main(["status", "--jobs-dir", str(tmp_path / "none")]) == 0
+    assert "no snrun jobs of yours under" in capsys.readouterr().out
+
+
+def test_output_into_a_closed_pipe_ends_quietly(tmp_path):
+    """`snrun status | head -1`: the reader is gone before snrun writes; exit 0, no error."""
+    for i in range(3):
+        _chain(tmp_path, f"j{i}", 10 + i)
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # every write now fails with EPIPE, as after head -1 exits
+    root = Path(__file__).resolve().parents[1]
+    for argv in (["status", "--jobs-dir", str(tmp_path)], ["site", "show", "local"]):
+        proc = subprocess.run(
+            [sys.executable, "-m", "slurm_supernode", *argv],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=dict(os.environ, PYTHONPATH=str(root)),
+        )
+        assert (proc.returncode, proc.stderr) == (0, ""), argv
+    os.close(write_end)

@@ -136,6 +136,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             prog = getattr(exc, "prog", None) or prog
             print(f"{prog}: error: {line}" if i == 0 else line, file=sys.stderr)
         return exc.exit_code
+    except BrokenPipeError:  # `snrun status | head -1`: the reader is gone; end quietly
+        _drop_stdout()
+        return 0
     except OSError as exc:  # a path the checks above did not foresee: still one line
         if debug:
             raise
@@ -149,12 +152,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("snrun: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        return 0
+
+
+def _drop_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush of what is still buffered
+    does not fail again on the closed pipe (Python's advice for SIGPIPE)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 def entry() -> None:
-    sys.exit(main())
+    code = main()
+    try:
+        sys.stdout.flush()  # what print() left buffered goes out here, still inside snrun
+    except BrokenPipeError:
+        _drop_stdout()
+    sys.exit(code)
 
 
 if __name__ == "__main__":

@@ -57,6 +57,32 @@ def link_job_id(jobs_root: Path, job_dir: Path, job_id: int) -> None:
     os.replace(tmp, by_id / str(job_id))
 
 
+def own_job_dirs(jobs_root: Path) -> list[Path]:
+    """The current user's job directories under ``jobs_root``, most recently active first
+    (the newest of the directory and its ledger); a shared jobs dir holds others' too."""
+    uid = os.getuid()
+
+    def active(d: Path) -> float:
+        times = [d.stat().st_mtime]
+        ledger = d / "ledger.jsonl"
+        if ledger.exists():
+            times.append(ledger.stat().st_mtime)
+        return max(times)
+
+    try:
+        entries = list(jobs_root.iterdir())
+    except OSError:
+        return []
+    found = []
+    for d in entries:
+        try:
+            if d.name != "by-id" and (d / "plan.json").is_file() and d.stat().st_uid == uid:
+                found.append((active(d), d))
+        except OSError:
+            continue  # removed while we looked, or unreadable: not the user's
+    return [d for _, d in sorted(found, reverse=True)]
+
+
 def find_job_dir(jobs_root: Path, job: str) -> Path:
     """A job dir by job id (``by-id`` link) or by path."""
     direct = Path(job)

@@ -10,7 +10,7 @@ from typing import Any
 
 from slurm_supernode.forensics.report import attempt_evidence, evidence_lines
 from slurm_supernode.runtime import ledger
-from slurm_supernode.runtime.torchrun_report import describe
+from slurm_supernode.runtime.torchrun_report import describe, earliest_first
 
 
 def chain_summary(job_dir: Path) -> dict[str, Any]:
@@ -27,8 +27,16 @@ def chain_summary(job_dir: Path) -> dict[str, Any]:
         "job_ids": chain.job_ids,
         "state": state,
         "reason": chain.final.get("reason") if chain.final else None,
-        "attempts": [attempt_evidence(job_dir, asdict(a)) for a in chain.attempts],
+        "attempts": [_with_first(attempt_evidence(job_dir, asdict(a))) for a in chain.attempts],
     }
+
+
+def _with_first(attempt: dict[str, Any]) -> dict[str, Any]:
+    """Only the rank the cause line names is marked first (torchrun marks one per node)."""
+    if attempt.get("ranks"):
+        cause = (attempt.get("error") or {}).get("rank")
+        attempt["ranks"] = earliest_first(attempt["ranks"], cause)
+    return attempt
 
 
 def format_chain(summary: dict[str, Any]) -> str:
@@ -59,3 +67,36 @@ def format_chain(summary: dict[str, Any]) -> str:
 
 def to_json(summary: dict[str, Any]) -> str:
     return json.dumps(summary, indent=2)
+
+
+def recent_chains(job_dirs: list[Path]) -> list[dict[str, Any]]:
+    """One row per job chain: its job ids, state, attempts and directory."""
+    rows = []
+    for d in job_dirs:
+        summary = chain_summary(d)
+        attempts = summary["attempts"]
+        started = next((a["start"] for a in attempts if a.get("start")), None)
+        rows.append(
+            {
+                "job_dir": summary["job_dir"],
+                "job_ids": summary["job_ids"],
+                "state": summary["state"],
+                "attempts": len(attempts),
+                "started": started,
+            }
+        )
+    return rows
+
+
+def format_recent(rows: list[dict[str, Any]], where: Path) -> str:
+    """The user's recent chains as a table (``snrun status`` without a job)."""
+    if not rows:
+        return f"no snrun jobs of yours under {where}"
+    lines = [f"{'job ids':<15} {'state':<10} {'tries':>5} {'started':<19} job dir"]
+    for r in rows:
+        ids = ",".join(map(str, r["job_ids"])) or "-"
+        start = r["started"] and time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r["started"]))
+        lines.append(
+            f"{ids:<15} {r['state']:<10} {r['attempts']:>5} {start or '-':<19} {r['job_dir']}"
+        )
+    return "\n".join(lines)

@@ -58,3 +58,17 @@ def describe(ranks: list[dict[str, Any]], limit: int = 4) -> str:
     if len(ordered) > limit:
         parts.append(f"+{len(ordered) - limit} more")
     return ", ".join(parts)
+
+
+def earliest_first(ranks: list[dict[str, Any]], cause_rank: int | None) -> list[dict[str, Any]]:
+    """The ranks with ``first`` on the chain's earliest failure only.
+
+    Each node's torchrun marks its own root cause ``first``; over several nodes that is one
+    "first" per node. The chain's first failure is the rank whose error file is the earliest
+    (``cause_rank``, what the cause line names). Without one, a single torchrun's mark stands
+    (one node); several nodes' marks cannot be ordered, so none is kept.
+    """
+    if cause_rank is None:
+        marked = [r for r in ranks if r.get("first")]
+        return [{**r, "first": len(marked) == 1 and bool(r.get("first"))} for r in ranks]
+    return [{**r, "first": r["rank"] == cause_rank} for r in ranks]

@@ -235,7 +235,7 @@ SITE = [
 ]
 
 STATUS_CANCEL = [
-    case(["status"], "snrun status", "missing JOB"),
+    case(["status", "-n", "0"], "snrun status", "-n/--last: must be >= 1"),
     case(["status", "1", "--bogus"], "snrun status", "unknown option --bogus"),
     case(["status", "1", "2"], "snrun status", "unexpected argument '2'"),
     case(["status", "1", "--jobs-dir"], "snrun status", "--jobs-dir: needs a value"),

@@ -75,3 +75,37 @@ def test_failed_ranks_reach_the_fold_and_the_status_table(tmp_path: Path) -> Non
     ]
     table = format_chain(chain_summary(tmp_path))
     assert "(n0=1,n1=1) [rank 1=3 first, rank 0=SIGTERM]" in table
+
+
+def test_only_the_chains_earliest_failing_rank_is_first(tmp_path: Path) -> None:
+    """Every node's torchrun marks its own root cause first; the status marks only the rank
+    the cause line names (the earliest error file over all nodes)."""
+    import json
+
+    ledger.append(tmp_path, "attempt_start", attempt=0, job_id=7, nodes="n[0-1]")
+    for node, rank, local in (("n0", 1, 1), ("n1", 2, 0)):
+        own = {"rank": rank, "local_rank": local, "exit_code": 1, "first": True}
+        other = {"rank": rank ^ 1, "local_rank": local ^ 1, "exit_code": 1, "first": False}
+        ledger.append(tmp_path, "node_exit", attempt=0, job_id=7, node=node, exit_code=1,
+                      ranks=[own, other])  # fmt: skip
+    ledger.append(tmp_path, "attempt_end", attempt=0, job_id=7, exit_code=1, cause="app_error",
+                  action="stop", detail="ranks exited non-zero (n0=1,n1=1)")  # fmt: skip
+    both = format_chain(chain_summary(tmp_path))
+    assert "first" not in both  # two nodes' marks, no error file to order them
+    # rank 2's error file (n1, local rank 0) is the earliest: it alone is first
+    for node, local, stamp in (("n0", 1, 200), ("n1", 0, 100)):
+        d = tmp_path / "logs" / "attempt0" / node / "none_x" / "attempt_0" / str(local)
+        d.mkdir(parents=True)
+        (d / "stderr.log").write_text("")
+        msg = {"message": "ValueError: bad", "extraInfo": {"py_callstack": "", "timestamp": stamp}}
+        (d / "error.json").write_text(json.dumps({"message": msg}))
+        (tmp_path / "env").mkdir(exist_ok=True)
+        node_rank = 0 if node == "n0" else 1
+        (tmp_path / "env" / f"{node}.0.json").write_text(
+            json.dumps({"argv": ["python", "--nproc-per-node=2"], "node_rank": node_rank})
+        )
+    summary = chain_summary(tmp_path)
+    assert summary["attempts"][0]["error"]["rank"] == 2
+    table = format_chain(summary)
+    assert table.count(" first") == 1 and "rank 2=1 first" in table, table
+    assert [r["rank"] for r in summary["attempts"][0]["ranks"] if r["first"]] == [2]
