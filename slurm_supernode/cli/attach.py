@@ -74,7 +74,14 @@ def run(ns: argparse.Namespace) -> int:
         python = load_inputs(job_dir).python or sys.executable
         helper = [python, "-m", "slurm_supernode", "stacks", f"--job-id={job_id}"]
         helper += [f"--rank={r}" for r in ns.rank or ()]
-        return run_attached(attach_argv(job_id, [ns.node] if ns.node else hosts, helper))
+        from slurm_supernode.forensics.stacks import ranks_in_order
+        from slurm_supernode.slurm.attach import attached_output
+
+        # the nodes answer at once: their lines are labelled and put back in rank order
+        nodes = [ns.node] if ns.node else hosts
+        code, text = attached_output(attach_argv(job_id, nodes, helper, label=True))
+        sys.stdout.write(ranks_in_order(text))
+        return code
     node = ns.node or hosts[0]
     if command:
         return run_attached(attach_argv(job_id, [node], command))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -167,3 +168,34 @@ def collect(
     for path in nccl:
         parts.append(f"== NCCL flight recorder dump: {path} ==\n")
     return len(procs), "".join(parts)
+
+
+_LABEL = re.compile(r"^\s*(\d+): ?(.*)$")
+_RANK_HEAD = re.compile(r"^== rank (\d+) ")
+
+
+def ranks_in_order(labelled: str) -> str:
+    """The stack dumps of several nodes (``srun --label`` output: ``<task>: <line>``, the
+    nodes' lines interleaved as they arrived) as one text, rank by rank. Lines before a
+    rank's header and the flight recorder notes come last, in task order."""
+    by_task: dict[int, list[str]] = {}
+    for line in labelled.splitlines():
+        m = _LABEL.match(line)
+        task, text = (int(m[1]), m[2]) if m else (-1, line)
+        by_task.setdefault(task, []).append(text)
+    sections: list[tuple[int, list[str]]] = []
+    rest: list[str] = []
+    for task in sorted(by_task):
+        current: list[str] | None = None
+        for text in by_task[task]:
+            head = _RANK_HEAD.match(text)
+            if head:
+                current = [text]
+                sections.append((int(head[1]), current))
+            elif current is not None and not text.startswith("== "):
+                current.append(text)
+            else:
+                current = None
+                rest.append(text)
+    ordered = [line for _, lines in sorted(sections, key=lambda s: s[0]) for line in lines]
+    return "".join(f"{line}\n" for line in [*ordered, *rest])

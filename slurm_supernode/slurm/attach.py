@@ -17,14 +17,22 @@ from slurm_supernode.slurm.steps import overlap_argv
 
 
 def attach_argv(
-    job_id: int, nodes: Sequence[str], command: Sequence[str], *, pty: bool = False
+    job_id: int,
+    nodes: Sequence[str],
+    command: Sequence[str],
+    *,
+    pty: bool = False,
+    label: bool = False,
 ) -> list[str]:
-    """The srun command: one task on each of ``nodes`` (a pseudo-terminal for a shell)."""
+    """The srun command: one task on each of ``nodes`` (a pseudo-terminal for a shell;
+    ``label``: each output line prefixed with its task number, ``0: ``)."""
     if not nodes:
         raise ValueError("attach needs at least one node")
     cmd = overlap_argv(job_id, fold(list(nodes)), len(nodes), kill_on_bad_exit=False)
     if pty:
         cmd.append("--pty")
+    if label:
+        cmd.append("--label")
     return [*cmd, *command]
 
 
@@ -39,3 +47,12 @@ def run_attached(argv: Sequence[str], *, timeout: float | None = None, **kw: Any
         raise SlurmError("srun not found: Slurm is not installed") from None
     except subprocess.TimeoutExpired:
         raise SlurmError(f"srun --overlap did not finish within {timeout:g} s") from None
+
+
+def attached_output(argv: Sequence[str]) -> tuple[int, str]:
+    """Run the srun command, stderr to the caller's; (exit code, its stdout)."""
+    try:
+        proc = subprocess.run(list(argv), check=False, stdout=subprocess.PIPE, text=True)
+    except FileNotFoundError:
+        raise SlurmError("srun not found: Slurm is not installed") from None
+    return proc.returncode, proc.stdout

@@ -272,3 +272,30 @@ def test_activity_is_the_newest_log_or_cpu_mark(tmp_path: Path) -> None:
             stop.set()
         busy.kill()
         idle.kill()
+
+
+def test_stack_dumps_of_several_nodes_come_back_in_rank_order() -> None:
+    from slurm_supernode.forensics.stacks import ranks_in_order
+
+    labelled = "\n".join([
+        "1: == rank 2 (local rank 0, node n1, pid 9) ==",
+        "0: == rank 0 (local rank 0, node n0, pid 7) ==",
+        "1: Thread 9 (active): MainThread",
+        "0: Thread 7 (active): MainThread",
+        "1:     main (t.py:3)",
+        "0:     main (t.py:1)",
+        "0: == rank 1 (local rank 1, node n0, pid 8) ==",
+        "0: Thread 8 (idle)",
+        "1: == NCCL flight recorder dump: /tmp/fr2 ==",
+    ])  # fmt: skip
+    assert ranks_in_order(labelled).splitlines() == [
+        "== rank 0 (local rank 0, node n0, pid 7) ==", "Thread 7 (active): MainThread",
+        "    main (t.py:1)",
+        "== rank 1 (local rank 1, node n0, pid 8) ==", "Thread 8 (idle)",
+        "== rank 2 (local rank 0, node n1, pid 9) ==", "Thread 9 (active): MainThread",
+        "    main (t.py:3)",
+        "== NCCL flight recorder dump: /tmp/fr2 ==",
+    ]  # fmt: skip
+    assert ranks_in_order("10: == rank 10 (x) ==\n 2: == rank 2 (y) ==\n").splitlines() == [
+        "== rank 2 (y) ==", "== rank 10 (x) ==",
+    ]  # fmt: skip
