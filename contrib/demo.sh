@@ -5,10 +5,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH=$PATH:/usr/sbin
 bash contrib/minicluster/minicluster up
+# The cluster's env.sh, as the user's shell gets it: SLURM_CONF, SNRUN_SITE (the cluster's
+# site), SNRUN_JOBS_DIR and SNRUN_BENCH_DB (in its state dir): `snrun status <job>` after the
+# demo finds the demo's job.
 # shellcheck disable=SC1091
 source /tmp/snrun-minicluster/env.sh
-export SNRUN_SITE=local
-export SNRUN_JOBS_DIR=${SNRUN_JOBS_DIR:-$HOME/.snrun/demo-jobs}
 
 echo
 echo "== snrun plan: which rank runs where (2 super nodes, tp=2)"
@@ -28,5 +29,6 @@ echo
 echo "== snrun status $job"
 snrun status "$job"
 echo
-echo "The cluster is still up (sinfo, squeue with: source /tmp/snrun-minicluster/env.sh)."
+echo "The cluster is still up: 'source /tmp/snrun-minicluster/env.sh', then sinfo, squeue,"
+echo "snrun status $job, snrun logs $job --rank 0 ... work in your shell."
 echo "Stop it with: make cluster-down"

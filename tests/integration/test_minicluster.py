@@ -125,3 +125,23 @@ def test_constraint_keeps_a_job_in_one_super_node(slurm_cluster, tmp_path):
             assert addr == slurm_cluster.topology_addr(homes[0], node)
     finally:
         jobs.cancel(blocker)
+
+
+def test_env_sh_gives_the_docs_commands_this_clusters_site_jobs_and_results(slurm_cluster):
+    """`source env.sh` is all a shell needs: the site the cluster was made from, and a jobs dir
+    and a bench database of its own (job ids restart at 1 on every cluster)."""
+    sdir = slurm_cluster.state_dir
+    snrun = "python -m slurm_supernode"
+    script = f". {sdir}/env.sh; env; {snrun} status; {snrun} plan --nodelist 'n[0-3]'"
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("SNRUN_", "SLURM_"))}
+    proc = subprocess.run(
+        ["bash", "-c", script], capture_output=True, text=True, timeout=120, env=clean
+    )
+    assert proc.returncode == 0, proc.stderr
+    env = dict(line.split("=", 1) for line in proc.stdout.splitlines() if "=" in line)
+    assert env["SLURM_CONF"] == str(slurm_cluster.conf)
+    assert env["SNRUN_SITE"] == f"{sdir}/etc/site.yaml"
+    assert env["SNRUN_JOBS_DIR"] == f"{sdir}/jobs"
+    assert env["SNRUN_BENCH_DB"] == f"{sdir}/bench.sqlite"
+    assert f"no snrun jobs of yours under {sdir}/jobs" in proc.stdout
+    assert "Plan: 32 ranks = 4 nodes x 8 on 1 super node (site local)" in proc.stdout  # no --site

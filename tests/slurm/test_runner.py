@@ -304,6 +304,31 @@ def test_gen_shape_exports_through_the_site_exporter(tmp_path):
     assert [sn.name for sn in site.supernodes] == ["sn0", "sn1", "sn2"]
 
 
+def test_gen_shape_writes_a_site_like_the_bundled_local_one(tmp_path):
+    """A cluster whose site gen-shape writes (other sizes, another device dir: a namespaced
+    cluster, a second cluster) is described like site-configs/local.yaml in everything but its
+    sizes and devices: nics (socket_ifname lo), links, slurm, env profiles, bench, paths."""
+    import dataclasses
+    import json
+
+    from slurm_supernode.site.loader import load_site
+
+    script = ROOT / "contrib" / "minicluster" / "gen-shape"
+    subprocess.run(
+        ["bash", str(script), str(tmp_path), "/dev/x", "2", "4", "8", "8", "20000"], check=True
+    )
+    written = load_site(str(tmp_path / "site.yaml"))
+    bundled = load_site(str(ROOT / "site-configs" / "local.yaml"))
+    assert written.node("n5").spec.nics == bundled.node("n5").spec.nics
+    assert bundled.node("n5").spec.nics.socket_ifname == "lo"
+
+    def described(site, dev: str) -> str:
+        text = json.dumps(dataclasses.asdict(site) | {"source": None}, sort_keys=True, default=str)
+        return text.replace(dev, "DEV")
+
+    assert described(written, "/dev/x") == described(bundled, "/tmp/snrun-minicluster/dev")
+
+
 def test_gen_shape_gives_every_export_the_version_and_never_asks_sinfo(fake_bin, tmp_path):
     """Inside a namespaced cluster `sinfo --version` reads the slurm.conf being written (its
     nodes.conf does not exist yet) and hangs until killed: gen-shape must not need it."""
