@@ -3,8 +3,8 @@
 Each call is logged (one JSON line per call in $FAKE_CALLS). What a step does is read from the
 scenario ($FAKE_SCENARIO, JSON): ``attempts[SNRUN_ATTEMPT]`` for the agent step, ``health``
 for the pre-flight step, ``bad_nodes`` for `scontrol show node`, ``proctrack`` for `scontrol
-show config`'s ProctrackType, ``job_state`` for `scontrol show job`, ``requeue_fails`` and ``sbatch_fails`` for the actions. An
-attempt is a dict:
+show config`'s ProctrackType, ``job_state`` for `scontrol show job`, ``requeue_fails`` and
+``sbatch_fails`` for the actions. An attempt is a dict:
 
 - ``exits`` {host: code}: node_exit ledger records the agents would write (missing host =
   lost node); ``rc``: srun's exit code; ``heartbeat``: progress marker written first;
