@@ -35,10 +35,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--site", default=SnrunSettings.from_environ().site, help="site name or YAML path"
     )
-    p.add_argument(
-        "--nodelist",
-        default=JobEnvironment.from_environ().nodelist,
-        help="hostlist of the allocation (default $SLURM_JOB_NODELIST)",
+    p.add_argument("--nodelist", help="hostlist of the allocation (default $SLURM_JOB_NODELIST)")
+    size = p.add_mutually_exclusive_group()
+    size.add_argument(
+        "-S",
+        "--supernodes",
+        type=_positive,
+        metavar="N",
+        help="plan N whole super nodes of the site (no --nodelist needed)",
+    )
+    size.add_argument(
+        "-N",
+        "--nodes",
+        type=_positive,
+        metavar="N",
+        help="plan N nodes of the site, whole super nodes first (no --nodelist needed)",
     )
     p.add_argument("--nproc-per-node", type=_positive, help="ranks per node (default: devices)")
     add_layout_arguments(p.add_argument_group("parallel layout (the framework's rank groups)"))
@@ -59,7 +70,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="Megatron --sequence-parallel (always on for MoE with tp > 1)",
     )
-    g.add_argument("--device-memory", type=_amount, help="GB per device: filter --recommend")
+    g.add_argument(
+        "--device-memory",
+        type=_amount,
+        metavar="GB",
+        help="memory per device: layouts whose state does not fit are warned about and left "
+        "out of --recommend (default: the site's device_memory_gb)",
+    )
     g.add_argument("--recommend", action="store_true", help="rank feasible layouts (top 10)")
     g.add_argument("--top", type=_positive, default=10, help="how many layouts to recommend")
     o = p.add_argument_group("files")
@@ -133,12 +150,17 @@ def check_inapplicable(args: argparse.Namespace) -> None:
         rec and f"counts --recommend's layouts, and {rec}",
         "add --recommend, or drop --top",
     )
+    model = args.model is not None or any(
+        getattr(args, f.lstrip("-").replace("-", "_")) is not None for f, _, _ in MODEL_FLAGS
+    )
     refuse_if(
         args,
         "device_memory",
         "--device-memory",
-        rec and f"filters --recommend's layouts by memory, and {rec}",
-        "add --recommend, or drop --device-memory",
+        None
+        if model or args.recommend
+        else "checks a model's state per device, and no model was given",
+        "add --model (or the model settings), or drop --device-memory",
     )
     refuse_if(
         args,
@@ -189,12 +211,8 @@ def run(args: argparse.Namespace) -> int:
 
     from slurm_supernode.fsutil import check_output_path
     from slurm_supernode.placement.rankmap import build_rank_map
-    from slurm_supernode.placement.render import render_plan
 
-    if not args.nodelist:
-        raise InputError(
-            "no nodelist given", where="--nodelist", hint="pass --nodelist or run inside a job"
-        )
+    by_size = _allocation_given(args)
     check_inapplicable(args)
     layout = layout_from_args(args)
     for option, out in (
@@ -207,7 +225,12 @@ def run(args: argparse.Namespace) -> int:
     if work is not None:
         check_experts(layout, work.model)
     site = _load_site(args.site)
+    if by_size:
+        from slurm_supernode.placement.by_size import nodes_by_size
+
+        args.nodelist = nodes_by_size(site, supernodes=args.supernodes, nodes=args.nodes)
     rm = build_rank_map(site, args.nodelist, layout, args.nproc_per_node)
+    memory_gb = args.device_memory or site_device_memory(site, rm)
 
     if work is not None:
         from slurm_supernode.placement.cost import plan_cost
@@ -231,7 +254,7 @@ def run(args: argparse.Namespace) -> int:
                 args.nproc_per_node,
                 order=layout.order,
                 framework=layout.framework,
-                device_memory_gb=args.device_memory,
+                device_memory_gb=memory_gb,
                 top=args.top,
             )
         ]
@@ -247,13 +270,65 @@ def run(args: argparse.Namespace) -> int:
         path = write_topo_file(site, rm, args.nccl_topo_file)
         print(f"wrote NCCL topology file: {path}", file=sys.stderr)
 
+    _write_plan(args, site, rm, recs, work, memory_gb)
+    return 0
+
+
+def _allocation_given(args: argparse.Namespace) -> bool:
+    """Check that the allocation is named once: a nodelist (default: the job's) or a size.
+    True when it is a size (resolved against the site later)."""
+    by_size = args.supernodes is not None or args.nodes is not None
+    if args.nodelist and by_size:
+        raise InputError(
+            "give either --nodelist or a size",
+            where="-S/-N",
+            hint="-S N or -N N plans that many nodes of the site; --nodelist names them",
+        )
+    if not by_size:  # inside a job: its own nodes
+        args.nodelist = args.nodelist or JobEnvironment.from_environ().nodelist
+    if not args.nodelist and not by_size:
+        raise InputError(
+            "no nodelist given",
+            where="--nodelist",
+            hint="pass --nodelist, a size (-S N super nodes, -N N nodes), or run inside a job",
+        )
+    return by_size
+
+
+def _write_plan(args, site, rm, recs, work, memory_gb) -> None:
+    """The plan as JSON or text on stdout; a layout that does not fit warns (stderr: JSON)."""
+    from slurm_supernode.placement.render import render_plan
+
     if args.json:
         from slurm_supernode.placement.planjson import write_plan_json
 
         write_plan_json(rm, sys.stdout, {"site": site.name, "recommendations": recs})
     else:
         max_nodes = len(rm.nodes) if args.full else 16
+        # a dense model has no expert groups: their rows would only repeat the dense ones
+        dense = work is not None and not work.model.is_moe
         sys.stdout.write(
-            render_plan(rm, site_name=site.name, recommendations=recs, max_nodes=max_nodes)
+            render_plan(
+                rm,
+                site_name=site.name,
+                recommendations=recs,
+                max_nodes=max_nodes,
+                dense=dense,
+                device_memory=(memory_gb, "--device-memory" if args.device_memory else "site"),
+            )
         )
-    return 0
+    if args.json and work is not None and memory_gb is not None and rm.cost:  # text: inline
+        state = rm.cost["plan"]["memory_gb"]
+        if state > memory_gb:
+            print(
+                f"snrun plan: warning: this layout needs {state:.1f} GB of state per device; "
+                f"the devices have {memory_gb:g} GB (hint: raise tp/pp/ep, or --recommend for "
+                "layouts that fit)",
+                file=sys.stderr,
+            )
+
+
+def site_device_memory(site, rm) -> float | None:
+    """The smallest device memory of the allocation's nodes (None: the site does not say)."""
+    sizes = [site.node(n.hostname).spec.device_memory_gb for n in rm.nodes]
+    return None if not sizes or None in sizes else min(s for s in sizes if s is not None)

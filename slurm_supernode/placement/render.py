@@ -13,6 +13,7 @@ from typing import Any
 from slurm_supernode.placement.model import RankMap, group_dims
 
 LAYOUT_KEYS = ("tp", "cp", "ep", "etp", "dp", "edp", "pp")
+EXPERT_DIMS = ("ep", "etp", "edp")  # hidden for a dense model: it forms no expert groups
 
 HEAD_NODES = 8
 TAIL_NODES = 4
@@ -42,31 +43,38 @@ def render_plan(
     site_name: str = "",
     recommendations: Sequence[dict[str, Any]] | None = None,
     max_nodes: int = 16,
+    dense: bool = False,
+    device_memory: tuple[float | None, str] = (None, ""),
 ) -> str:
-    out = [*_heading(rm, site_name), "", *_node_table(rm, max_nodes), ""]
-    out += _groups_section(rm)
+    """The plan as text. ``dense``: leave out the expert dimensions (a dense model has none);
+    ``device_memory``: (GB per device or None, where that figure came from)."""
+    out = [*_heading(rm, site_name, dense), "", *_node_table(rm, max_nodes), ""]
+    out += _groups_section(rm, dense)
     checks = [c for c in rm.checks if not c.name.startswith("span-")]
     if checks:
         out.append("Checks")
         out += [f"  {'ok  ' if c.ok else 'WARN'}  {c.name}: {c.detail}" for c in checks]
         out.append("")
     if rm.cost:
-        out += render_cost(rm.cost)
+        out += render_cost(rm.cost, device_memory)
     if recommendations:
-        out += render_recommendations(recommendations)
+        out += render_recommendations(recommendations, dense=dense, device_memory=device_memory)
     return "\n".join(out).rstrip() + "\n"
 
 
-def _heading(rm: RankMap, site_name: str) -> list[str]:
-    """The plan's size and its layout, dense and expert (and HSDP for torchtitan)."""
+def _heading(rm: RankMap, site_name: str, dense: bool) -> list[str]:
+    """The plan's size and its layout, dense and expert (and HSDP for torchtitan); a dense
+    model's heading leaves the expert dimensions out."""
     lay, nproc = rm.layout, rm.nproc_per_node
     sns = len({n.supernode for n in rm.nodes})
+    expert = f"; expert etp={lay.expert_tp} ep={lay.ep} edp={lay.edp} pp={lay.pp}"
     return [
-        f"Plan: {rm.world_size} ranks = {len(rm.nodes)} nodes x {nproc} on {sns} super nodes"
+        f"Plan: {rm.world_size} ranks = {len(rm.nodes)} nodes x {nproc} on {sns} super node"
+        + ("s" if sns != 1 else "")
         + (f" (site {site_name})" if site_name else ""),
         f"Layout ({lay.framework}, order {lay.order}, innermost first): "
-        f"dense tp={lay.tp} cp={lay.cp} dp={lay.dp} pp={lay.pp}; "
-        f"expert etp={lay.expert_tp} ep={lay.ep} edp={lay.edp} pp={lay.pp}"
+        f"{'' if dense else 'dense '}tp={lay.tp} cp={lay.cp} dp={lay.dp} pp={lay.pp}"
+        + ("" if dense else expert)
         + (
             f"; HSDP dp_replicate={lay.dp_replicate} dp_shard={lay.dp_shard} efsdp={lay.efsdp}"
             if lay.framework == "torchtitan"
@@ -101,7 +109,7 @@ def _node_table(rm: RankMap, max_nodes: int) -> list[str]:
     return lines
 
 
-def _groups_section(rm: RankMap) -> list[str]:
+def _groups_section(rm: RankMap, dense: bool = False) -> list[str]:
     """Per group dimension: its groups and how many cross nodes and super nodes (none without
     the span checks)."""
     lay = rm.layout
@@ -115,6 +123,8 @@ def _groups_section(rm: RankMap) -> list[str]:
     strides = all_strides(lay)
     rows = []
     for d in group_dims(lay.framework):
+        if dense and d in EXPERT_DIMS:
+            continue
         sp = rm.spans.get(d, {})
         rows.append(
             [
@@ -130,7 +140,7 @@ def _groups_section(rm: RankMap) -> list[str]:
             ]
         )
     header = ["DIM", "GRID", "SIZE", "FIRST GROUP", "GROUPS", "X-NODE", "X-SN", "MIN-X-SN"]
-    return ["Groups", *_table(rows, [*header, "SPAN"]), *_minimum_lines(rm), ""]
+    return ["Groups", *_table(rows, [*header, "SPAN"]), *_minimum_lines(rm, dense), ""]
 
 
 def _minimum_cell(rm: RankMap, dim: str) -> str:
@@ -140,18 +150,18 @@ def _minimum_cell(rm: RankMap, dim: str) -> str:
     return "n/c" if value is None else str(value)
 
 
-def _minimum_lines(rm: RankMap) -> list[str]:
+def _minimum_lines(rm: RankMap, dense: bool = False) -> list[str]:
     """Say what MIN-X-SN is, how it was found, and whether the map sits at it."""
     if not rm.crossing_min:
         return []
     from slurm_supernode.placement.rankmap import pack_priority
 
-    priority = pack_priority(rm.layout)
-    talk = [d for d in priority if rm.layout.size(d) > 1]
+    dims = [d for d in pack_priority(rm.layout) if not (dense and d in EXPERT_DIMS)]
+    talk = [d for d in dims if rm.layout.size(d) > 1]
     out = [
         "MIN-X-SN: the fewest groups crossing super nodes over every assignment of node ranks",
         "  to these nodes, each dimension given the ones before it at their minimum",
-        f"  ({', '.join(priority)}); X-NODE is fixed by nproc and layout (docs/planner.md)",
+        f"  ({', '.join(dims)}); X-NODE is fixed by nproc and layout (docs/planner.md)",
     ]
     by: dict[str, list[str]] = {}
     for d in talk:
@@ -173,12 +183,25 @@ def _minimum_lines(rm: RankMap) -> list[str]:
     return out
 
 
-def render_cost(cost: dict[str, Any]) -> list[str]:
+def compute_words(cost: dict[str, Any]) -> str:
+    """Where the compute time of a step comes from, in words."""
+    if cost["compute_source"] == "given":
+        return "compute time per step as given (--compute-time)"
+    return (
+        f"compute = 6 x active parameters x tokens / devices / ({cost['tflops']:g} TFLOP/s "
+        f"peak per device x {cost['mfu']:g} MFU), + the pipeline bubble"
+    )
+
+
+def render_cost(
+    cost: dict[str, Any], device_memory: tuple[float | None, str] = (None, "")
+) -> list[str]:
     plan = cost["plan"]
     model = cost["model"]
     out = [
         f"Communication per step (model {model['name']}, global batch {plan['global_batch']} "
-        f"sequences, {plan['micro_batches']} micro-batches, compute {cost['compute_source']})"
+        f"sequences, {plan['micro_batches']} micro-batches)",
+        f"  {compute_words(cost)}",
     ]
     base = cost.get("baseline")
     base_dims = {d["dim"]: d for d in base["dims"]} if base else {}
@@ -205,8 +228,25 @@ def render_cost(cost: dict[str, Any]) -> list[str]:
         out.append("communication > 40% of the step: a super node is nearly mandatory")
     elif share > 0.2:
         out.append("communication > 20% of the step: a super node pays off")
+    out.append(_memory_line(plan["memory_gb"], device_memory))
     out.append("")
     return out
+
+
+def _memory_line(state_gb: float, device_memory: tuple[float | None, str]) -> str:
+    limit, source = device_memory
+    if limit is None:
+        return (
+            f"memory: state {state_gb:.1f} GB/device not checked: the site gives no "
+            "device_memory_gb (--device-memory GB checks it)"
+        )
+    whose = "the site's devices" if source == "site" else f"{source} {limit:g}"
+    if state_gb > limit:
+        return (
+            f"memory: WARN state {state_gb:.1f} GB/device does not fit {whose} ({limit:g} GB): "
+            "raise tp/pp/ep, or --recommend for layouts that fit"
+        )
+    return f"memory: state {state_gb:.1f} GB/device fits {whose} ({limit:g} GB; no activations)"
 
 
 def _summary(name: str, c: dict[str, Any]) -> str:
@@ -218,19 +258,32 @@ def _summary(name: str, c: dict[str, Any]) -> str:
     )
 
 
-def render_recommendations(cands: Sequence[dict[str, Any]]) -> list[str]:
+def render_recommendations(
+    cands: Sequence[dict[str, Any]],
+    *,
+    dense: bool = False,
+    device_memory: tuple[float | None, str] = (None, ""),
+) -> list[str]:
+    keys = [d for d in LAYOUT_KEYS if not (dense and d in EXPERT_DIMS)]
     rows = []
     for c in cands:
         lay = c["layout"]
+        spans = [f"{d}:{lv}" for d, lv in c["levels"].items() if lv]
         rows.append(
             [c["rank"]]
-            + [lay[d] for d in LAYOUT_KEYS]
+            + [lay[d] for d in keys]
             + [
                 f"{c['step_s']:.3f}",
                 f"{100 * c['comm_share']:.1f}",
                 f"{c['memory_gb']:.1f}",
-                " ".join(f"{d}:{lv}" for d, lv in c["levels"].items() if lv),
+                " ".join(s for s in spans if not (dense and s.split(":")[0] in EXPERT_DIMS)),
             ]
         )
-    header = ["#", *(d.upper() for d in LAYOUT_KEYS), "STEP(s)", "COMM%", "STATE GB", "SPANS"]
-    return ["Recommended layouts (by modelled step time)", *_table(rows, header), ""]
+    header = ["#", *(d.upper() for d in keys), "STEP(s)", "COMM%", "STATE GB", "SPANS"]
+    limit, _ = device_memory
+    fits = (
+        f"; only layouts whose state fits {limit:g} GB per device"
+        if limit is not None
+        else "; device memory unknown: STATE GB not checked"
+    )
+    return [f"Recommended layouts (by modelled step time{fits})", *_table(rows, header), ""]

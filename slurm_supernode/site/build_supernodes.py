@@ -22,7 +22,16 @@ from slurm_supernode.site.model import NicSpec, Node, NodeSpec, SlurmSettings, S
 from slurm_supernode.site.validate import Loc, check_device_groups
 from slurm_supernode.site.yaml_reader import NodeReader
 
-SPEC_KEYS = ("devices", "device_groups", "nics", "gres_type", "gres_file", "cpus", "memory_mb")
+SPEC_KEYS = (
+    "devices",
+    "device_groups",
+    "nics",
+    "gres_type",
+    "gres_file",
+    "cpus",
+    "memory_mb",
+    "device_memory_gb",
+)
 SN_KEYS = (
     "name",
     "nodes",
@@ -67,6 +76,11 @@ class SupernodeBuilder(NodeReader):
                 value = self.integer(vnode, label, 1, MAX_CPUS, "slurm.conf CPUs=")
             elif key == "memory_mb":
                 value = self.integer(vnode, label, 1, MAX_MEMORY_MB, "slurm.conf RealMemory=, MB")
+            elif key == "device_memory_gb":  # what `snrun plan` checks a layout's state against
+                value = self.number(vnode, label, above=0, hint="memory of one device, GB")
+                if value is not None and value > MAX_MEMORY_MB:
+                    self.err(vnode, f"{label} must be <= {MAX_MEMORY_MB}, got {value:g}")
+                    value = None
             elif key == "gres_type":  # Gres=gpu:TYPE:N and gres.conf Type=
                 value = self.slurm_value(vnode, label, ",:")
             elif key == "gres_file":  # gres.conf File=/dev/nvidia[0-7]

@@ -51,6 +51,7 @@ class NodeSpec:
     gres_file: str | None = None  # e.g. "/dev/nvidia[0-7]"
     cpus: int | None = None
     memory_mb: int | None = None
+    device_memory_gb: float | None = None  # memory of one device (GPU/NPU), GB
 
     @property
     def device_order(self) -> tuple[int, ...]:

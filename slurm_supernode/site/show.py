@@ -34,6 +34,8 @@ def spec_summary(spec: NodeSpec, gres_name: str) -> str:
         parts.append(f"{spec.cpus} cpus")
     if spec.memory_mb:
         parts.append(f"{spec.memory_mb} MB")
+    if spec.device_memory_gb:
+        parts.append(f"{spec.device_memory_gb:g} GB/device")
     if spec.nics.socket_ifname:
         parts.append(f"if {spec.nics.socket_ifname}")
     if spec.nics.hcas:

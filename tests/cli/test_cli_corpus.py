@@ -120,7 +120,7 @@ INAPPLICABLE = [
     case([*P, "--framework", "torchtitan", "--tp", "2", "--etp", "4"], "snrun plan", "--etp: "),
     case([*P, "--top", "3"], "snrun plan", "--top: counts --recommend's layouts"),
     case([*P, "--top", "10"], "snrun plan", "--top: "),  # the default value, given explicitly
-    case([*P, "--device-memory", "80"], "snrun plan", "--device-memory: filters --recommend"),
+    case([*P, "--device-memory", "80"], "snrun plan", "--device-memory: checks a model's state"),
     case([*P, "--rank-table-version", "1.2"], "snrun plan", "--rank-table-version: is the ver"),
     case([*P, *MODEL, "--compute-time", "1", "--tflops", "900"], "snrun plan", "--tflops: "),
     case([*P, *MODEL, "--compute-time", "1", "--mfu", "0.5"], "snrun plan", "--mfu: scales"),

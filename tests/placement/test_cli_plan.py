@@ -293,3 +293,74 @@ def test_framework_refusal_is_one_line(site, capsys):
     err = capsys.readouterr().err.strip()
     assert err.startswith("snrun plan: error: layout: torchtitan has no expert tensor parallelism")
     assert "\n" not in err
+
+
+# -- plans that answer the user's question -----------------------------------------------------
+NVL72 = str(ROOT / "site-configs" / "nvl72.yaml")
+
+
+def _plan(capsys, *args: str) -> tuple[str, str]:
+    assert main(["plan", "--site", NVL72, *args]) == 0
+    out = capsys.readouterr()
+    return out.out, out.err
+
+
+@needs_loader
+def test_dense_model_shows_no_expert_rows_a_moe_model_does(capsys):
+    dense, _ = _plan(capsys, "-S", "1", "--tp", "4", "--model", "llama-70b", "--tflops", "2500",
+                     "--recommend", "--top", "2")  # fmt: skip
+    groups = dense.split("Groups")[1].split("\n\n")[0]
+    dims = [line.split()[0] for line in groups.splitlines()[2:] if line.split()]
+    assert dims[:4] == ["tp", "cp", "dp", "pp"] and not {"ep", "etp", "edp"} & set(dims)
+    assert "expert" not in dense.splitlines()[1] and "tp=4 cp=1 dp=18 pp=1" in dense
+    header = dense.split("Recommended layouts")[1].splitlines()[1].split()
+    assert header[:5] == ["#", "TP", "CP", "DP", "PP"] and "EDP" not in header
+    moe, _ = _plan(capsys, "-S", "1", "--ep", "8", "--model", "mixtral-8x7b", "--tflops", "2500")
+    assert "; expert etp=1 ep=8" in moe and "\nep   expert" in moe
+
+
+@needs_loader
+def test_plan_by_size_without_a_nodelist(capsys, monkeypatch):
+    monkeypatch.setenv("SLURM_JOB_NODELIST", "gb[001-004]")  # a size wins over the job's nodes
+    by_sn, _ = _plan(capsys, "-S", "2")
+    assert by_sn.startswith("Plan: 144 ranks = 36 nodes x 4 on 2 super nodes (site nvl72)")
+    by_nodes, _ = _plan(capsys, "--nodes", "20")
+    assert by_nodes.startswith("Plan: 80 ranks = 20 nodes x 4 on 2 super nodes")
+    assert main(["plan", "--site", NVL72, "-S", "9"]) == 2
+    assert "-S/--supernodes: site nvl72 has 4 super nodes, not 9" in capsys.readouterr().err
+    assert main(["plan", "--site", NVL72, "-S", "1", "--nodelist", "gb[001-018]"]) == 2
+    assert "give either --nodelist or a size" in capsys.readouterr().err
+    assert main(["plan", "--site", NVL72, "-S", "1", "-N", "4"]) == 2
+
+
+@needs_loader
+def test_memory_per_device_is_checked_against_the_sites_devices(capsys):
+    args = ["-S", "1", "--model", "llama-70b", "--tflops", "2500"]
+    big, _ = _plan(capsys, *args)  # tp=pp=1: 70e9 params of state on every GPU
+    assert "memory: WARN state 1129.6 GB/device does not fit the site's devices (186 GB)" in big
+    fits, _ = _plan(capsys, *args, "--tp", "4", "--pp", "6")
+    assert "memory: state 47.1 GB/device fits the site's devices (186 GB" in fits
+    assert "WARN" not in fits
+    _, err = _plan(capsys, *args, "--json")
+    assert "warning: this layout needs 1129.6 GB of state per device" in err
+    recs, _ = _plan(capsys, *args, "--recommend", "--device-memory", "80")
+    table = recs.split("Recommended layouts")[1]
+    assert "only layouts whose state fits 80 GB per device" in table
+    as_json, _ = _plan(capsys, *args, "--recommend", "--device-memory", "80", "--json")
+    states = [r["memory_gb"] for r in json.loads(as_json)["recommendations"]]
+    assert states and max(states) <= 80
+    roomy, _ = _plan(capsys, *args, "--recommend", "--device-memory", "2000", "--json")
+    assert max(r["memory_gb"] for r in json.loads(roomy)["recommendations"]) > 80  # filtered
+
+
+@needs_loader
+def test_header_says_what_compute_means(capsys):
+    out, _ = _plan(capsys, "-S", "1", "--model", "llama-70b", "--tflops", "2500", "--mfu", "0.5")
+    assert "compute = 6 x active parameters x tokens / devices / (2500 TFLOP/s peak per " in out
+    assert "peak per device x 0.5 MFU), + the pipeline bubble" in out
+    given, _ = _plan(capsys, "-S", "1", "--model", "llama-70b", "--compute-time", "3")
+    assert "compute time per step as given (--compute-time)" in given
+    local = main(["plan", "--site", "local", "-S", "1", "--model", "llama-70b", "--tflops", "9"])
+    assert local == 0 and "not checked: the site gives no device_memory_gb" in (
+        capsys.readouterr().out
+    )
