@@ -301,6 +301,7 @@ class _Sample:
     wrong: int
     group: int = 0  # index of the rank's group in the scope
     rank: int = 0
+    repeats: tuple[float, ...] = ()  # seconds of each repeat (BenchConfig.repeats > 1)
 
 
 def _versions(backend: str) -> Versions:
@@ -370,6 +371,15 @@ def group_results(samples: Sequence[_Sample]) -> list[GroupResult]:
     for (scope, coll, dtype, _, group), part in rows.items():
         seconds = sum(s.seconds for s in part) / len(part)
         _, busbw = bandwidths(coll, part[0].size, seconds, part[0].n)
+        # repeat k of the group: its ranks' mean time in their k-th measurement
+        counts = {len(s.repeats) for s in part}
+        samples = ()
+        if len(counts) == 1 and (k := counts.pop()) > 1:
+            samples = tuple(
+                bandwidths(coll, part[0].size, sum(s.repeats[i] for s in part) / len(part),
+                           part[0].n)[1]
+                for i in range(k)
+            )  # fmt: skip
         out.append(
             GroupResult(
                 scope=scope,
@@ -381,6 +391,7 @@ def group_results(samples: Sequence[_Sample]) -> list[GroupResult]:
                 time_us=seconds * 1e6,
                 busbw=busbw,
                 wrong=sum(s.wrong for s in part),
+                samples=samples,
             )
         )
     return out
@@ -491,6 +502,8 @@ def _run(
         versions=_versions(backend),
         results=tuple(aggregate(flat)),
         group_results=tuple(group_results(flat)),
+        kind=config.kind,
+        params=config.params,
     )
 
 
@@ -555,14 +568,19 @@ def _measure(config, scope, coll, dtype, size, groups, index, handles, rank, tim
     if config.check:
         op()
         wrong = count_wrong(coll, out, r, n, count, dtype)
-    seconds = time_op(
-        op,
-        iters=config.iters,
-        warmup=config.warmup,
-        timing=timing,
-        group=handles[index],
-        device=device,
+    repeats = config.repeats if size == max(config.sizes) else 1
+    times = tuple(
+        time_op(
+            op,
+            iters=config.iters,
+            warmup=config.warmup,
+            timing=timing,
+            group=handles[index],
+            device=device,
+        )
+        for _ in range(max(1, repeats))
     )
+    seconds = sum(times) / len(times)
     return _Sample(
         scope=scope,
         collective=coll,
@@ -576,6 +594,7 @@ def _measure(config, scope, coll, dtype, size, groups, index, handles, rank, tim
         wrong=wrong,
         group=index,
         rank=rank,
+        repeats=times if len(times) > 1 else (),
     )
 
 

@@ -39,6 +39,17 @@ class BenchConfig:
     # Fault injection for tests of the slow-node search: this rank sleeps this long before
     # every operation (a slow device or link as the other ranks see it). 0 in real use.
     delay_s: float = 0.0
+    kind: str = "bench"  # who measured: "bench" or "doctor" (baselines never mix them)
+    # The largest size is measured this many times; each group keeps every figure
+    # (GroupResult.samples), so the doctor can tell a slow group from the noise.
+    repeats: int = 1
+
+    @property
+    def params(self) -> str:
+        """The settings that change the figures, as stored with the run: a baseline is made
+        only of runs with the same ones (20 iterations after 5 warm-ups measure otherwise than
+        5 after 1)."""
+        return f"iters={self.iters} warmup={self.warmup} check={int(self.check)}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +87,7 @@ class GroupResult:
     time_us: float  # mean over the group's ranks
     busbw: float
     wrong: int
+    samples: tuple[float, ...] = ()  # busbw of each repeat (BenchConfig.repeats > 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +116,8 @@ class BenchRun:
     versions: Versions = Versions()
     results: tuple[BenchResult, ...] = field(default_factory=tuple)
     group_results: tuple[GroupResult, ...] = field(default_factory=tuple)  # not stored
+    kind: str = "bench"  # BenchConfig.kind
+    params: str = ""  # BenchConfig.params ("" in runs stored before it was kept)
 
     @property
     def good(self) -> bool:
@@ -131,7 +145,11 @@ class BenchRun:
             versions=Versions(**data.get("versions", {})),
             results=tuple(BenchResult(**r) for r in data.get("results", ())),
             group_results=tuple(
-                GroupResult(**{**g, "ranks": tuple(g["ranks"])})
+                GroupResult(
+                    **{**g, "ranks": tuple(g["ranks"]), "samples": tuple(g.get("samples", ()))}
+                )
                 for g in data.get("group_results", ())
             ),
+            kind=data.get("kind", "bench"),
+            params=data.get("params", ""),
         )

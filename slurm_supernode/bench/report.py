@@ -122,11 +122,11 @@ def compare_run(
 
 
 def latest_runs(runs: Sequence[RunInfo]) -> list[RunInfo]:
-    """The newest run of each (site, super nodes, node count) group."""
+    """The newest run of each group (site, super nodes, node count, kind, settings)."""
     latest: dict[tuple, RunInfo] = {}
     for run in sorted(runs, key=lambda r: (r.time, r.run_id)):
-        latest[(run.site, run.supernode, run.nodes)] = run
-    return sorted(latest.values(), key=lambda r: (r.site, r.supernode, r.nodes))
+        latest[run.group] = run
+    return sorted(latest.values(), key=lambda r: r.group)
 
 
 def build_reports(
@@ -135,7 +135,11 @@ def build_reports(
     """One report per group of the store (or of ``site``), newest run against its baseline."""
     reports = []
     for run in latest_runs(store.runs(site=site)):
-        history = store.results(site=run.site, supernode=run.supernode, nodes=run.nodes)
+        history = [
+            r
+            for r in store.results(site=run.site, supernode=run.supernode, nodes=run.nodes)
+            if (r.kind, r.params) == (run.kind, run.params)  # never another kind's figures
+        ]
         rows = [r for r in history if r.run_id == run.run_id]
         earlier = [r for r in history if r.time < run.time or (r.time == run.time and
                    r.run_id < run.run_id)]  # fmt: skip
@@ -169,7 +173,9 @@ def format_reports(reports: Sequence[RunReport], *, all_sizes: bool = False) -> 
         lines += [
             f"# site {run.site or '-'}  super nodes {run.supernode or '-'}  nodes {run.nodes}  "
             f"run {run.run_id[:12]}  {when}  job {run.job_id or '-'}",
-            f"# baseline: median busbw of the last {th.baseline_runs} good runs; "
+            f"# kind {run.kind}  {run.params or 'settings not recorded'}",
+            f"# baseline: median busbw of the last {th.baseline_runs} good {run.kind} runs with "
+            "these settings; "
             f"regression below -{th.regression_pct:g}% at sizes >= {format_size(th.min_bytes)}",
             f"#{'scope':>9} {'collective':>14} {'dtype':>9} {'size':>6} {'busbw':>8} "
             f"{'baseline':>8} {'change':>7} {'lat_us':>9} {'wrong':>5}  status",

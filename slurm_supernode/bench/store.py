@@ -67,6 +67,18 @@ MIGRATIONS: tuple[str, ...] = (
                x.busbw, x.algbw, x.latency_us, x.wrong
         FROM results x JOIN runs r USING (run_id);
     """,
+    # 3: who measured (bench, doctor) and with which settings: a baseline takes only its own
+    """
+    ALTER TABLE runs ADD COLUMN kind TEXT NOT NULL DEFAULT 'bench';
+    ALTER TABLE runs ADD COLUMN params TEXT NOT NULL DEFAULT '';
+    DROP VIEW history;
+    CREATE VIEW history AS
+        SELECT r.run_id, r.time, r.site, r.supernode, r.nodes, r.job_id, r.good,
+               r.torch_version, r.comm_version, r.driver_version,
+               x.scope, x.collective, x.size, x.dtype, x.group_size,
+               x.busbw, x.algbw, x.latency_us, x.wrong, r.kind, r.params
+        FROM results x JOIN runs r USING (run_id);
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -94,12 +106,15 @@ class ResultRow:
     algbw: float
     latency_us: float
     wrong: int
+    kind: str = "bench"
+    params: str = ""
 
     @property
     def key(self) -> tuple:
-        """Results with equal keys are comparable across runs (the baseline's key)."""
-        return (self.site, self.supernode, self.nodes, self.scope, self.collective, self.dtype,
-                self.size)  # fmt: skip
+        """Results with equal keys are comparable across runs (the baseline's key): same
+        place, same measurement, and the same kind of run with the same settings."""
+        return (self.site, self.supernode, self.nodes, self.kind, self.params, self.scope,
+                self.collective, self.dtype, self.size)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +133,13 @@ class RunInfo:
     hosts: tuple[str, ...]
     versions: Versions
     good: bool
+    kind: str = "bench"
+    params: str = ""
+
+    @property
+    def group(self) -> tuple:
+        """Runs of one group share a report: same place, same kind, same settings."""
+        return (self.site, self.supernode, self.nodes, self.kind, self.params)
 
 
 def schema_version(conn: sqlite3.Connection) -> int:
@@ -191,10 +213,11 @@ class ResultStore:
         v = run.versions
         with self._write() as conn:
             conn.execute(
-                "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                f"INSERT INTO runs ({', '.join(_RUN_COLUMNS)}) VALUES "
+                f"({','.join('?' * len(_RUN_COLUMNS))})",
                 (run.run_id, run.time, run.site, run.supernode, run.nodes, run.world_size,
                  run.backend, run.timing, run.job_id, json.dumps(list(run.hosts)), v.torch,
-                 v.comm, v.driver, int(run.good)),
+                 v.comm, v.driver, int(run.good), run.kind, run.params),
             )  # fmt: skip
             conn.executemany(
                 "INSERT INTO results VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
@@ -208,7 +231,7 @@ class ResultStore:
 
     def runs(self, *, site: str | None = None, good: bool | None = None) -> list[RunInfo]:
         """Runs, oldest first."""
-        sql = "SELECT * FROM runs WHERE 1=1"
+        sql = f"SELECT {', '.join(_RUN_COLUMNS)} FROM runs WHERE 1=1"
         args: list[str | int] = []
         if site is not None:
             sql, args = sql + " AND site = ?", [*args, site]
@@ -219,7 +242,9 @@ class ResultStore:
 
     def get_run(self, run_id: str) -> BenchRun:
         """A stored run with all its results (KeyError when unknown)."""
-        row = self._conn.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        row = self._conn.execute(
+            f"SELECT {', '.join(_RUN_COLUMNS)} FROM runs WHERE run_id = ?", (run_id,)
+        ).fetchone()
         if row is None:
             raise KeyError(run_id)
         info = _run_info(row)
@@ -240,6 +265,8 @@ class ResultStore:
             job_id=info.job_id,
             hosts=info.hosts,
             versions=info.versions,
+            kind=info.kind,
+            params=info.params,
             results=tuple(
                 BenchResult(scope=r[0], collective=r[1], size=r[2], count=r[3], dtype=r[4],
                             group_size=r[5], groups=r[6], time_us=r[7], algbw=r[8], busbw=r[9],
@@ -288,6 +315,10 @@ class ResultStore:
 
 
 _ROW_FIELDS = tuple(ResultRow.__dataclass_fields__)
+_RUN_COLUMNS = (
+    "run_id", "time", "site", "supernode", "nodes", "world_size", "backend", "timing", "job_id",
+    "hosts", "torch_version", "comm_version", "driver_version", "good", "kind", "params",
+)  # fmt: skip
 
 
 def _result_row(row) -> ResultRow:
@@ -298,7 +329,7 @@ def _result_row(row) -> ResultRow:
 
 def _run_info(row) -> RunInfo:
     (run_id, time_, site, supernode, nodes, world, backend, timing, job_id, hosts, tv, cv, dv,
-     good) = row  # fmt: skip
+     good, kind, params) = row  # fmt: skip
     return RunInfo(
         run_id=run_id,
         time=time_,
@@ -312,6 +343,8 @@ def _run_info(row) -> RunInfo:
         hosts=tuple(json.loads(hosts)),
         versions=Versions(torch=tv, comm=cv, driver=dv),
         good=bool(good),
+        kind=kind,
+        params=params,
     )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import errno
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 

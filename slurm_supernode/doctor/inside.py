@@ -37,6 +37,11 @@ class InsideOptions:
     job_id: str = ""
 
 
+# The judged size is measured this often: a group is slow only when it is slow in every
+# repeat and by more than the spread of the repeats (doctor/noise.py).
+REPEATS = 3
+
+
 def injected_delay(env: Mapping[str, str], host: str) -> float:
     """Seconds this host's ranks sleep per operation (``SNRUN_DOCTOR_SLOW_NODE=n5:0.05``)."""
     spec = env.get(SLOW_NODE_ENV, "")
@@ -142,6 +147,8 @@ def _bench_config(site: Site, opts: InsideOptions, backend: str, delay_s: float)
         site=site.name,
         job_id=opts.job_id,
         delay_s=delay_s,
+        kind="doctor",
+        repeats=REPEATS,
     )
 
 

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from slurm_supernode.bench.model import GroupResult
 from slurm_supernode.doctor.model import SKIP, DoctorFacts, Finding
+from slurm_supernode.doctor.noise import Noise, split_by_noise
 from slurm_supernode.doctor.verdicts import group_hosts, hosts_text, largest, size_text, slow_groups
 from slurm_supernode.health.checks import CRITICAL, OK, WARNING
 from slurm_supernode.site.model import DoctorSettings, Site
@@ -33,13 +34,16 @@ def _scope_findings(
                     next="NCCL_DEBUG=INFO; snrun health --allreduce on these nodes",
                 )
             )
-    slow = slow_groups(groups, cfg.slow_pct)
+    noise = split_by_noise(groups, slow_groups(groups, cfg.slow_pct), cfg.slow_pct)
+    slow = list(noise.beyond)
     busbw = [g.busbw for g in groups]
     summary = (
         f"{len(groups)} {what}: all_reduce {size_text(groups[0].size)} busbw "
         f"{min(busbw):.2f}-{max(busbw):.2f} GB/s (median {statistics.median(busbw):.2f})"
     )
-    status = OK if not slow and not any(g.wrong for g in groups) else WARNING
+    if noise.repeats > 1:
+        summary += f"; {noise.repeats} repeats, spread {noise.spread:.2f} GB/s"
+    calm = not slow and not noise.within and not any(g.wrong for g in groups)
     expected = (
         f"no {what[:-1] if what.endswith('s') else what} more than {cfg.slow_pct:g}% "
         "below the median"
@@ -48,13 +52,34 @@ def _scope_findings(
         Finding(
             step,
             scope,
-            status,
+            OK if calm else WARNING,
             summary,
             expected=expected,
             where=hosts_text(h for g in groups for h in group_hosts(g.ranks, host_of)),
         )
     )
+    out += _noise_findings(step, scope, noise, statistics.median(busbw), host_of, cfg, expected)
     return out, slow
+
+
+def _noise_findings(step, scope, noise: Noise, center: float, host_of, cfg, expected: str):
+    """A warning per group below the median that the repeats do not show to be slow."""
+    out = []
+    for g in noise.within:
+        hosts = hosts_text(group_hosts(g.ranks, host_of))
+        out.append(
+            Finding(
+                step,
+                scope,
+                WARNING,
+                f"{hosts}: {g.busbw:.2f} GB/s busbw (median {center:.2f}); "
+                + noise.why(g, center, cfg.slow_pct),
+                where=hosts,
+                expected=expected,
+                next="rerun snrun doctor (more --iters); a real fault is slow in every repeat",
+            )
+        )
+    return out
 
 
 def intra_step(site: Site, facts: DoctorFacts, cfg: DoctorSettings) -> list[Finding]:
@@ -96,8 +121,10 @@ def bisect_pairs(
     Every node is in one pair of each pairing; the pairings share no pair. A node whose pairs
     are slow in both is at fault; a pair slow with no such node points at the link (or at a
     node the other pairing could not test, e.g. a super node of two nodes)."""
-    slow_a = [group_hosts(g.ranks, host_of) for g in slow_groups(plain, slow_pct)]
-    slow_b = [group_hosts(g.ranks, host_of) for g in slow_groups(shifted, slow_pct)]
+    both = [*plain, *shifted]  # one median for both pairings, as the findings show it
+    sure = {id(g) for g in split_by_noise(both, slow_groups(both, slow_pct), slow_pct).beyond}
+    slow_a = [group_hosts(g.ranks, host_of) for g in plain if id(g) in sure]
+    slow_b = [group_hosts(g.ranks, host_of) for g in shifted if id(g) in sure]
     in_a = {h for pair in slow_a for h in pair}
     in_b = {h for pair in slow_b for h in pair}
     culprits = sorted(in_a & in_b)

@@ -18,6 +18,8 @@ def make_run(
     supernode: str = "sn0,sn1",
     nodes: int = 2,
     collectives=("all_reduce", "all_gather"),
+    kind: str = "bench",
+    params: str = "iters=20 warmup=5 check=1",
 ) -> BenchRun:
     """A run whose busbw is ``scale`` x a fixed curve; ``wrong`` goes on its first result."""
     results = []
@@ -44,4 +46,6 @@ def make_run(
         hosts=("n1", "n2"),
         versions=Versions(torch="2.11", comm="nccl 2.28.9", driver="580.159.04"),
         results=tuple(results),
+        kind=kind,
+        params=params,
     )

@@ -50,6 +50,30 @@ def test_injected_regression_fails_with_exit_3(tmp_path, capsys):
     assert by_size[("all_reduce", 64 << 20)] == "regression"
 
 
+def test_baseline_only_from_runs_of_the_same_kind_and_settings(tmp_path, capsys):
+    """Doctor runs (other iterations, another kind) never become a bench run's baseline, and a
+    bench run with other settings starts its own history instead of failing against them."""
+    db = tmp_path / "b.sqlite"
+    _history(db, [1.0, 1.0, 1.0], kind="doctor", params="iters=5 warmup=1 check=1")
+    _history(db, [1.3, 1.3], params="iters=50 warmup=5 check=1")
+    with open_store(db) as store:
+        store.add_run(make_run(1e9 + 10 * DAY, scale=0.8))  # 20 iterations: nothing like it
+    assert _report(db) == 0  # -38% against the 50-iteration runs would have been a regression
+    out = capsys.readouterr().out
+    assert "REGRESSION" not in out
+    assert "# kind bench  iters=20 warmup=5 check=1" in out and "# kind doctor" in out
+    with open_store(db) as store:
+        reports = {(r.run.kind, r.run.params): r for r in build_reports(store)}
+    assert len(reports) == 3
+    newest = reports[("bench", "iters=20 warmup=5 check=1")]
+    assert {c.status for c in newest.comparisons} == {"new"}
+    assert {c.baseline_count for c in reports[("doctor", "iters=5 warmup=1 check=1")]
+            .comparisons} == {2}  # fmt: skip
+    with open_store(db) as store:  # a second run like the newest: compared with it only
+        store.add_run(make_run(1e9 + 11 * DAY, scale=0.6))
+    assert _report(db) == REGRESSION_EXIT
+
+
 def test_within_threshold_passes_and_threshold_option_tightens(tmp_path, capsys):
     db = tmp_path / "b.sqlite"
     _history(db, [1.0, 1.0, 1.0, 0.95])

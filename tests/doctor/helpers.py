@@ -25,14 +25,23 @@ def group_results(
     nproc: int = 2,
     scopes=("node", "pairs", "pairs_shift", "supernode", "inter"),
     wrong_of=lambda hosts: 0,
+    samples_of=None,
 ) -> tuple[GroupResult, ...]:
-    """One result per group of each scope; ``busbw_of(scope, hosts)`` gives its figure."""
+    """One result per group of each scope; ``busbw_of(scope, hosts)`` gives its figure, measured
+    three times within 1% (the doctor's repeats), unless ``samples_of(scope, hosts)`` gives the
+    repeats' figures (its busbw is then their mean; () for a run without repeats)."""
     ids = identities(nproc)
     host = {i.rank: i.host for i in ids}
     out = []
     for scope in scopes:
         for index, ranks in enumerate(scope_groups(ids, scope)):
             hosts = tuple(dict.fromkeys(host[r] for r in ranks))
+            if samples_of is None:
+                b = busbw_of(scope, hosts)
+                samples = (b * 0.99, b, b * 1.01)
+            else:
+                samples = tuple(samples_of(scope, hosts))
+            busbw = sum(samples) / len(samples) if samples else busbw_of(scope, hosts)
             out.append(
                 GroupResult(
                     scope=scope,
@@ -42,8 +51,9 @@ def group_results(
                     group=index,
                     ranks=ranks,
                     time_us=100.0,
-                    busbw=busbw_of(scope, hosts),
+                    busbw=busbw,
                     wrong=wrong_of(hosts),
+                    samples=samples,
                 )
             )
     return tuple(out)
@@ -59,6 +69,7 @@ def facts(
     bus_of=None,
     storage=(),
     wrong_of=lambda hosts: 0,
+    samples_of=None,
 ) -> DoctorFacts:
     """Facts of the local site's 8 nodes; GPUs with bus ids 0000:1X:00.0 (X = device)."""
     ranks = []
@@ -103,7 +114,7 @@ def facts(
         world_size=8 * nproc,
         backend=backend,
         timing="events",
-        group_results=group_results(busbw_of, nproc, wrong_of=wrong_of),
+        group_results=group_results(busbw_of, nproc, wrong_of=wrong_of, samples_of=samples_of),
     )
     return DoctorFacts(
         site="local",
