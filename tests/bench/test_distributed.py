@@ -94,3 +94,39 @@ def test_four_ranks_every_collective_scope_and_dtype_correct(tmp_path):
     with open_store(db) as store:
         stored = store.get_run(run["run_id"])
     assert len(stored.results) == len(run["results"]) == 4 * 5 * 2
+    # who measured and with which settings go with the run (a baseline takes only its own)
+    assert (run["kind"], run["params"]) == ("bench", "iters=2 warmup=1 check=1")
+    assert (stored.kind, stored.params) == ("bench", "iters=2 warmup=1 check=1")
+
+
+def _repeats_main(rank: int, world: int, port: int, args: list[str], log: str) -> None:
+    """One rank measuring as the doctor does: the largest size three times."""
+    os.environ.update(RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank % 2),
+                      LOCAL_WORLD_SIZE="2", GROUP_RANK=str(rank // 2), MASTER_ADDR="127.0.0.1",
+                      MASTER_PORT=str(port), SNRUN_SUPERNODE=f"sn{rank // 2}")  # fmt: skip
+    from slurm_supernode.bench.collectives import run_benchmark
+    from slurm_supernode.bench.model import BenchConfig
+
+    config = BenchConfig(sizes=(1024, 4096), collectives=("all_reduce",), scopes=("node",),
+                         iters=2, warmup=1, backend="gloo", kind="doctor", repeats=3)  # fmt: skip
+    run = run_benchmark(config, dict(os.environ))
+    with open(log, "w") as out:
+        out.write(json.dumps(run.to_dict()) if run else "")
+    os._exit(0)
+
+
+def test_repeats_keep_every_groups_figures_at_the_largest_size(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys.modules[__name__], "_rank_main", _repeats_main)
+    procs = _spawn(4, [], tmp_path)
+    assert [code for code, _ in procs] == [0, 0, 0, 0]
+    run = json.loads(procs[0][1])
+    assert run["kind"] == "doctor" and run["params"] == "iters=2 warmup=1 check=1"
+    by_size = {}
+    for g in run["group_results"]:
+        by_size.setdefault(g["size"], []).append(g)
+    assert [len(g["samples"]) for g in by_size[4096]] == [3, 3]  # the judged size: 3 repeats
+    assert [g["samples"] for g in by_size[1024]] == [[], []]  # smaller sizes: once
+    for g in by_size[4096]:
+        assert all(s > 0 for s in g["samples"])
+        assert min(g["samples"]) <= g["busbw"] * 1.0001  # the mean time lies between them
+        assert max(g["samples"]) >= g["busbw"] * 0.9999
