@@ -383,7 +383,7 @@ class Supervisor:
         scancel shows in Slurm's job state (CANCELLED while the job completes)."""
         if (self._chain().final or {}).get("state") == "CANCELLED":
             return True
-        from slurm_supernode.slurm.jobs import controller_jobs
+        from slurm_supernode.slurm.job_lookup import controller_jobs
 
         try:
             infos = controller_jobs(self.cfg.job_id)
