@@ -373,9 +373,9 @@ def group_results(samples: Sequence[_Sample]) -> list[GroupResult]:
         _, busbw = bandwidths(coll, part[0].size, seconds, part[0].n)
         # repeat k of the group: its ranks' mean time in their k-th measurement
         counts = {len(s.repeats) for s in part}
-        samples = ()
+        repeat_bw: tuple[float, ...] = ()
         if len(counts) == 1 and (k := counts.pop()) > 1:
-            samples = tuple(
+            repeat_bw = tuple(
                 bandwidths(coll, part[0].size, sum(s.repeats[i] for s in part) / len(part),
                            part[0].n)[1]
                 for i in range(k)
@@ -391,7 +391,7 @@ def group_results(samples: Sequence[_Sample]) -> list[GroupResult]:
                 time_us=seconds * 1e6,
                 busbw=busbw,
                 wrong=sum(s.wrong for s in part),
-                samples=samples,
+                samples=repeat_bw,
             )
         )
     return out

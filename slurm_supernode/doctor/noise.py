@@ -51,7 +51,8 @@ def split_by_noise(
     centers = tuple(statistics.median(g.samples[i] for g in groups) for i in range(repeats))
     spread = statistics.median(max(g.samples) - min(g.samples) for g in groups)
     median = statistics.median(g.busbw for g in groups)
-    beyond, within = [], []
+    beyond: list[GroupResult] = []
+    within: list[GroupResult] = []
     for g in slow:
         every = all(g.samples[i] < centers[i] * (1 - slow_pct / 100) for i in range(repeats))
         (beyond if every and median - g.busbw > spread else within).append(g)
