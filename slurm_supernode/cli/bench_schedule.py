@@ -233,7 +233,7 @@ def _submit(args: argparse.Namespace) -> int:
     log = plan.job_dir / "logs" / f"slurm-{job_id}.out"
     print(f"snrun: bench job {job_id} {info.state} (exit {info.exit_code}); log {log}",
           file=sys.stderr)  # fmt: skip
-    return 0 if info.state == "COMPLETED" and info.exit_code == 0 else 1
+    return 0 if info.state.base == "COMPLETED" and info.exit_code == 0 else 1
 
 
 # -- schedule -------------------------------------------------------------------------------
@@ -353,7 +353,8 @@ def _list(args: argparse.Namespace) -> int:
     for entry in sch.load_schedules(registry):
         try:
             queued = [
-                (j.job_id, j.state, j.start_time) for j in job_lookup.jobs_named(entry.job_name)
+                (j.job_id, str(j.state), j.start_time)
+                for j in job_lookup.jobs_named(entry.job_name)
             ]
         except SlurmError:
             queued = None

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from slurm_supernode.errors import SnrunError
 from slurm_supernode.site.model import Site
+from slurm_supernode.slurm.state import JobState
 
 
 @dataclass(frozen=True)
@@ -85,10 +86,11 @@ def release(
     the hold of ``scontrol requeuehold``). Returns what it did."""
     from slurm_supernode.slurm import jobs
 
-    # a held requeue shows PENDING (reason job_requeued_in_held_state); REQUEUE_HOLD in case
+    # Back in the queue: base PENDING (a held requeue: +REQUEUE_HOLD, or reason
+    # job_requeued_in_held_state) once the old run no longer completes on its nodes.
     poll = 0.1 if held else 0.5  # held: every poll is time the expedited job is not running
-    info = jobs.wait_for(job_id, ["PENDING", "REQUEUE_HOLD"], timeout=120.0, poll=poll)
-    if info.state not in ("PENDING", "REQUEUE_HOLD"):
+    info = jobs.wait_until(job_id, _requeued, timeout=120.0, poll=poll)
+    if not _requeued(info.state):
         return f"job {job_id} is {info.state}: nothing to release"
     if not held:
         done = _reshape(job_id, exclude, prefer)
@@ -99,6 +101,10 @@ def release(
     finally:
         jobs.release_held(job_id)
     return f"job {job_id} released from its hold" + (": " + "; ".join(done) if done else "")
+
+
+def _requeued(state: JobState) -> bool:
+    return state.pending and not state.completing
 
 
 def _reshape(job_id: int, exclude: list[str], prefer: Preference | None) -> list[str]:

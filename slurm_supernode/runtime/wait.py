@@ -29,7 +29,7 @@ def wait_chain(
         if ended:
             gone_since = gone_since or time.monotonic()
             if time.monotonic() - gone_since > 5:  # give a just-written final record a chance
-                state = infos[0].state if infos and infos[0] else "UNKNOWN"
+                state = str(infos[0].state) if infos and infos[0] else "UNKNOWN"
                 return {"state": state, "reason": "job ended without a final ledger record"}
         else:
             gone_since = None

@@ -14,31 +14,13 @@ from slurm_supernode.errors import SlurmError, SlurmErrorKind
 from slurm_supernode.slurm.parse import (
     json_exit_code,
     json_number,
-    json_state,
     json_time,
     null,
     parse_exit_code,
     parse_time,
     to_int,
 )
-
-# States after which a job will not run again by itself.
-ENDED_STATES = frozenset(
-    {
-        "COMPLETED",
-        "FAILED",
-        "CANCELLED",
-        "TIMEOUT",
-        "NODE_FAIL",
-        "PREEMPTED",
-        "OUT_OF_MEMORY",
-        "BOOT_FAIL",
-        "DEADLINE",
-        "REVOKED",
-        "SPECIAL_EXIT",
-    }
-)
-
+from slurm_supernode.slurm.state import JobState
 
 SACCT_FIELDS = [
     "jobid",
@@ -59,9 +41,12 @@ SACCT_FIELDS = [
 class JobInfo:
     """What Slurm says about one job.
 
-    `state` is Slurm's upper-case state ("RUNNING", "FAILED"); `exit_code`/`exit_signal` come
-    from the batch script's `ExitCode=3:0`, `derived_exit_code` is the highest step exit code
-    (None while unknown: scontrol on 22.05 does not print it; the completion log has it).
+    `state` is Slurm's base state and flags (`JobState`: `str()` gives `COMPLETED+COMPLETING`).
+    `nodelist` is None while the job is COMPLETING: Slurm then lists only the nodes whose
+    epilogs still run, not the job's allocation (ask again once it has ended).
+    `exit_code`/`exit_signal` come from the batch script's `ExitCode=3:0`, `derived_exit_code`
+    is the highest step exit code (None while unknown: scontrol on 22.05 does not print it;
+    the completion log has it).
     `restart_count` and `stdout` are None when the record came from sacct (it does not keep
     them); `source` says where the record came from: "scontrol", "sacct-c" (completion log),
     "sacct-json" (accounting, `sacct --json`) or "sacct" (accounting, text form).
@@ -69,7 +54,7 @@ class JobInfo:
 
     job_id: int
     name: str
-    state: str
+    state: JobState
     reason: str | None
     exit_code: int
     exit_signal: int
@@ -86,31 +71,41 @@ class JobInfo:
 
     @property
     def ended(self) -> bool:
-        """The job is over and will not run again unless someone requeues it."""
-        return self.state in ENDED_STATES
+        """Over (final base state, no longer COMPLETING): it will not run again unless
+        someone requeues it."""
+        return self.state.ended
 
     @property
     def pending(self) -> bool:
-        return self.state == "PENDING"
+        return self.state.pending
 
     @property
     def running(self) -> bool:
-        return self.state == "RUNNING"
+        return self.state.running
+
+
+def allocation_nodes(state: JobState, nodelist: str | None) -> str | None:
+    """The node list a record gives for the job's allocation: none while COMPLETING (then
+    Slurm lists only the nodes still completing), none for sacct's "None assigned"."""
+    if state.completing or nodelist in (None, "None assigned"):
+        return None
+    return nodelist
 
 
 def job_from_record(rec: dict[str, str]) -> JobInfo:
     """A parsed `scontrol show job -o` record -> JobInfo."""
     code, sig = parse_exit_code(rec.get("ExitCode"))
     derived = parse_exit_code(rec["DerivedExitCode"])[0] if "DerivedExitCode" in rec else None
+    state = JobState.from_text(rec.get("JobState"))
     return JobInfo(
         job_id=int(rec["JobId"]),
         name=rec.get("JobName", ""),
-        state=(rec.get("JobState") or "UNKNOWN").upper(),
+        state=state,
         reason=null(rec.get("Reason")),
         exit_code=code,
         exit_signal=sig,
         derived_exit_code=derived,
-        nodelist=null(rec.get("NodeList")),
+        nodelist=allocation_nodes(state, null(rec.get("NodeList"))),
         num_nodes=to_int(rec.get("NumNodes")),
         restart_count=to_int(rec.get("Restarts")),
         partition=null(rec.get("Partition")),
@@ -132,15 +127,16 @@ def job_from_json(job: Mapping[str, object]) -> JobInfo:
         value = job.get(key)
         return null(value) if isinstance(value, str) else None
 
+    state = JobState.from_json(job.get("job_state"))
     return JobInfo(
         job_id=json_number(job.get("job_id")) or 0,
         name=text("name") or "",
-        state=json_state(job.get("job_state")),
+        state=state,
         reason=text("state_reason"),
         exit_code=code,
         exit_signal=sig,
         derived_exit_code=json_exit_code(derived)[0] if isinstance(derived, dict) else None,
-        nodelist=text("nodes"),
+        nodelist=allocation_nodes(state, text("nodes")),
         num_nodes=json_number(job.get("node_count")) or 0,
         restart_count=json_number(restarts) if restarts is not None else None,
         partition=text("partition"),
@@ -178,17 +174,16 @@ def job_from_sacct(row: dict[str, str], source: str) -> JobInfo:
     """A `sacct -P` row with SACCT_FIELDS -> JobInfo."""
     code, sig = parse_exit_code(row.get("exitcode"))
     derived, _ = parse_exit_code(row.get("derivedexitcode"))
-    nodelist = null(row.get("nodelist"))
+    state = JobState.from_text(row.get("state"))  # "CANCELLED by 0" -> CANCELLED
     return JobInfo(
         job_id=int(row["jobid"]),
         name=row.get("jobname", ""),
-        # "CANCELLED by 0" -> "CANCELLED"
-        state=(row.get("state") or "UNKNOWN").split()[0].upper(),
+        state=state,
         reason=None,
         exit_code=code,
         exit_signal=sig,
         derived_exit_code=derived,
-        nodelist=None if nodelist == "None assigned" else nodelist,
+        nodelist=allocation_nodes(state, null(row.get("nodelist"))),
         num_nodes=to_int(row.get("nnodes")),
         restart_count=None,
         partition=null(row.get("partition")),
@@ -220,16 +215,16 @@ def job_from_sacct_json(job: Mapping[str, object]) -> JobInfo:
     code, sig = json_exit_code(job.get("exit_code"))
     derived = job.get("derived_exit_code")
     restarts = job.get("restart_cnt")
-    nodelist = text("nodes")
+    job_state = JobState.from_json(current)
     return JobInfo(
         job_id=json_number(job.get("job_id")) or 0,
         name=text("name") or "",
-        state=json_state(current),
+        state=job_state,
         reason=null(reason) if isinstance(reason, str) else None,
         exit_code=code,
         exit_signal=sig,
         derived_exit_code=json_exit_code(derived)[0] if isinstance(derived, dict) else None,
-        nodelist=None if nodelist == "None assigned" else nodelist,
+        nodelist=allocation_nodes(job_state, text("nodes")),
         num_nodes=json_number(job.get("allocation_nodes")) or 0,
         restart_count=json_number(restarts) if restarts is not None else None,
         partition=text("partition"),

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from slurm_supernode.errors import JobError, SlurmError, SlurmErrorKind
 from slurm_supernode.slurm.job_lookup import job_info
 from slurm_supernode.slurm.jobinfo import JobInfo
 from slurm_supernode.slurm.runner import failure_kind, run_slurm
+from slurm_supernode.slurm.state import JobState
 
 
 class WaitTimeout(JobError):
@@ -95,7 +96,7 @@ def release_requeued(job_id: int, *, timeout: float = 30) -> bool:
         info = job_info(job_id)
         if info is None:
             raise JobError(f"job {job_id} vanished after requeue")
-        if info.state == "PENDING":
+        if info.state.phase == "PENDING":
             if info.reason != "BeginTime":
                 if released or time.monotonic() > settle:
                     return released
@@ -114,7 +115,7 @@ def release_requeued(job_id: int, *, timeout: float = 30) -> bool:
             update_job(job_id, StartTime="now")
             released = True
             continue
-        if info.state not in ("COMPLETING", "REQUEUED", "REQUEUE_FED"):
+        if info.state.phase not in ("COMPLETING", "REQUEUED", "REQUEUE_FED"):
             return released  # running again, or ended: nothing (more) to release
         if time.monotonic() > deadline:
             raise SlurmError(
@@ -128,15 +129,26 @@ def release_requeued(job_id: int, *, timeout: float = 30) -> bool:
 def wait_for(job_id: int, states: Iterable[str], timeout: float, poll: float = 0.5) -> JobInfo:
     """Poll until the job is in one of `states` (e.g. {"RUNNING"}) or has ended.
 
-    Raises WaitTimeout after `timeout` seconds, JobError if no source knows the job.
+    A state matches by its `phase`, the word Slurm's text form prints: the first flag in
+    Slurm's precedence, else the base (RUNNING+CONFIGURING is CONFIGURING, not yet RUNNING).
+    Ended means over with its epilogs done (not COMPLETING), so the record's node list is
+    the allocation's. Raises WaitTimeout after `timeout` seconds, JobError if no source
+    knows the job.
     """
     wanted = {s.upper() for s in states}
+    return wait_until(job_id, lambda state: state.phase in wanted, timeout, poll)
+
+
+def wait_until(
+    job_id: int, condition: Callable[[JobState], bool], timeout: float, poll: float = 0.5
+) -> JobInfo:
+    """Poll until `condition(state)` holds or the job has ended (see `wait_for`)."""
     deadline = time.monotonic() + timeout
     while True:
         info = job_info(job_id)
         if info is None:
             raise JobError(f"job {job_id} is unknown to Slurm", hint="check the job id")
-        if info.state in wanted or info.ended:
+        if condition(info.state) or info.ended:
             return info
         if time.monotonic() >= deadline:
             raise WaitTimeout(

@@ -166,12 +166,3 @@ def json_exit_code(value: object) -> tuple[int, int]:
     if isinstance(signal, dict):  # `id` (data_parser); `signal_id` in 22.05's openapi form
         sig = json_number(signal.get("id", signal.get("signal_id")))
     return code, sig or 0
-
-
-def json_state(value: object) -> str:
-    """`job_state`: a list (`["PENDING", "REQUEUED"]`: the base state first) or a string."""
-    if isinstance(value, list) and value and isinstance(value[0], str):
-        return value[0].upper()
-    if isinstance(value, str) and value:
-        return value.split()[0].upper()
-    return "UNKNOWN"

@@ -42,14 +42,14 @@ def test_the_cluster_says_whether_it_has_accounting(slurm_cluster):
 
 def test_ended_job_from_accounting_or_completion_log(tmp_path, slurm_cluster):
     job, ctl = failing_job(tmp_path, "acct-failing")
-    assert (ctl.source, ctl.state, ctl.exit_code) == ("scontrol", "FAILED", 3)
+    assert (ctl.source, str(ctl.state), ctl.exit_code) == ("scontrol", "FAILED", 3)
     if version.detect_accounting() is None:
         # No accounting: sacct gives no JSON (nor text); the completion log (text) has the job.
         assert job_lookup.sacct_json_job_info(job) is None
         assert job_lookup.sacct_job_info(job, completion=False) is None
         logged = job_lookup.sacct_job_info(job, completion=True)
         assert logged is not None and logged.source == "sacct-c"
-        assert (logged.state, logged.exit_code, logged.derived_exit_code) == ("FAILED", 3, 5)
+        assert (str(logged.state), logged.exit_code, logged.derived_exit_code) == ("FAILED", 3, 5)
         return
     # slurmctld sends the job's end to slurmdbd asynchronously: poll until it is there.
     deadline = time.monotonic() + TIMEOUT
@@ -59,7 +59,7 @@ def test_ended_job_from_accounting_or_completion_log(tmp_path, slurm_cluster):
             break
         time.sleep(0.5)
     assert acct is not None and acct.source == "sacct-json"
-    assert (acct.state, acct.exit_code, acct.derived_exit_code) == ("FAILED", 3, 5)
+    assert (str(acct.state), acct.exit_code, acct.derived_exit_code) == ("FAILED", 3, 5)
     assert (acct.name, acct.nodelist, acct.num_nodes) == ("acct-failing", ctl.nodelist, 1)
     assert acct.restart_count == 0 and acct.partition == ctl.partition
     assert acct.start_time is not None and acct.end_time is not None

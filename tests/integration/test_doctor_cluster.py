@@ -102,7 +102,7 @@ def test_doctor_inside_a_running_job_as_an_overlapping_step(site_file, tmp_path)
     )
     try:
         info = jobs.wait_for(job_id, ("RUNNING",), timeout=60)
-        assert info.state == "RUNNING"
+        assert str(info.state) == "RUNNING"
         proc = snrun(
             "doctor",
             "--site",
@@ -130,6 +130,6 @@ def test_doctor_inside_a_running_job_as_an_overlapping_step(site_file, tmp_path)
         cross = next(s for s in data["steps"] if s["step"] == "cross")
         pairs = next(f for f in cross["findings"] if f["check"] == "pairs")
         assert pairs["verdict"] == "ok" and "1 node pairs" in pairs["measured"]
-        assert job_lookup.job_info(job_id).state == "RUNNING"  # the job itself kept running
+        assert job_lookup.job_info(job_id).running  # the job itself kept running
     finally:
         jobs.cancel(job_id)

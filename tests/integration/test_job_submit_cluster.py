@@ -94,7 +94,7 @@ def test_plain_sbatch_is_rounded_up_to_one_whole_super_node(lua_conf, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "-N 3 became -N 4" in proc.stderr  # the plugin's note reaches the user
     info = jobs.wait_for(jobs.parse_job_id(proc.stdout), set(), TIMEOUT)
-    assert (info.state, info.partition, info.num_nodes) == ("COMPLETED", "main", 4)
+    assert (str(info.state), info.partition, info.num_nodes) == ("COMPLETED", "main", 4)
     features = supernodes_of(info.nodelist)
     assert len(features) == 1  # one super node ...
     (feature,) = features
@@ -114,7 +114,7 @@ def test_other_partition_is_untouched(lua_conf, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "snrun job_submit" not in proc.stderr
     info = jobs.wait_for(jobs.parse_job_id(proc.stdout), set(), TIMEOUT)
-    assert (info.state, info.partition, info.num_nodes) == ("COMPLETED", "debug", 3)
+    assert (str(info.state), info.partition, info.num_nodes) == ("COMPLETED", "debug", 3)
 
 
 def test_snrun_heterogeneous_job_passes_unchanged(lua_conf, tmp_path):

@@ -114,7 +114,7 @@ def test_constraint_keeps_a_job_in_one_super_node(slurm_cluster, tmp_path):
             cwd=tmp_path,
         )
         info = jobs.wait_for(job, set(), 30)
-        assert info.state == "COMPLETED", info
+        assert str(info.state) == "COMPLETED", info
         got = set(NodeSet(info.nodelist))
         homes = [f for f, members in slurm_cluster.supernodes.items() if got == set(members)]
         assert len(homes) == 1, f"{got} is not one whole super node"

@@ -321,7 +321,7 @@ def test_cancel_ends_the_whole_chain(slurm_cluster, tmp_path: Path) -> None:
     assert f"cancelled job chain {job_dir.name}" in out.stdout
     from slurm_supernode.slurm.jobs import wait_for as wait_job
 
-    assert wait_job(job_id, ["CANCELLED"], timeout=60).state == "CANCELLED"
+    assert wait_job(job_id, ["CANCELLED"], timeout=60).state.base == "CANCELLED"
     time.sleep(2)
     import json
 

@@ -26,7 +26,7 @@ def test_two_node_job_from_scontrol_then_completion_log(tmp_path, slurm_cluster)
     job = run_job(tmp_path, "srun bash -c 'echo $SLURMD_NODENAME'", "-N2", "-J", "two-nodes")
     info = jobs.wait_for(job, set(), TIMEOUT)  # until it ends
     assert info.source == "scontrol"
-    assert (info.state, info.exit_code, info.num_nodes) == ("COMPLETED", 0, 2)
+    assert (str(info.state), info.exit_code, info.num_nodes) == ("COMPLETED", 0, 2)
     assert info.name == "two-nodes" and info.partition == "main"
     allocated = set(NodeSet(info.nodelist))
     assert len(allocated) == 2 and allocated <= set(slurm_cluster.nodes)
@@ -34,18 +34,18 @@ def test_two_node_job_from_scontrol_then_completion_log(tmp_path, slurm_cluster)
     assert printed == allocated
     logged = job_lookup.sacct_job_info(job, completion=True)
     assert logged is not None and logged.source == "sacct-c"
-    assert (logged.state, logged.exit_code, logged.nodelist) == ("COMPLETED", 0, info.nodelist)
+    assert (str(logged.state), logged.exit_code, logged.nodelist) == ("COMPLETED", 0, info.nodelist)
 
 
 def test_failing_job_exit_codes(tmp_path):
     job = run_job(tmp_path, "srun bash -c 'exit 5'\nexit 3")
     info = jobs.wait_for(job, set(), TIMEOUT)
     # The batch shell's code, and the step's (from the completion log where scontrol omits it).
-    assert (info.state, info.exit_code, info.derived_exit_code) == ("FAILED", 3, 5)
+    assert (str(info.state), info.exit_code, info.derived_exit_code) == ("FAILED", 3, 5)
     assert info.reason == "NonZeroExitCode"
     logged = job_lookup.sacct_job_info(job, completion=True)
     assert logged is not None
-    assert (logged.state, logged.exit_code, logged.derived_exit_code) == ("FAILED", 3, 5)
+    assert (str(logged.state), logged.exit_code, logged.derived_exit_code) == ("FAILED", 3, 5)
 
 
 def test_unknown_job_is_none():
@@ -57,7 +57,7 @@ def test_cancel_running_job(tmp_path):
     assert jobs.wait_for(job, {"RUNNING"}, TIMEOUT).running
     jobs.cancel(job)
     info = jobs.wait_for(job, set(), TIMEOUT)
-    assert info.state == "CANCELLED"
+    assert str(info.state) == "CANCELLED"
     jobs.cancel(job)  # cancelling an ended job is not an error
 
 
@@ -72,7 +72,7 @@ def test_signal_to_batch_shell_only(tmp_path):
         time.sleep(0.1)
     jobs.cancel(job, signal="USR1", batch_only=True)
     info = jobs.wait_for(job, set(), TIMEOUT)
-    assert (info.state, info.exit_code) == ("FAILED", 7)
+    assert (str(info.state), info.exit_code) == ("FAILED", 7)
     assert "got-usr1" in (tmp_path / "out.txt").read_text()
 
 

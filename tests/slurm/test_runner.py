@@ -46,7 +46,7 @@ def test_running_job_values_with_spaces_stay_whole():
     assert rec["AllocNode:Sid"].startswith("localhost:")
     assert rec["CPUs/Task"] == "1"
     info = jobinfo.job_from_record(rec)
-    assert (info.state, info.nodelist, info.num_nodes) == ("RUNNING", "n[0-1]", 2)
+    assert (str(info.state), info.nodelist, info.num_nodes) == ("RUNNING", "n[0-1]", 2)
     assert info.restart_count == 0 and info.running and not info.ended
     assert info.stdout == "/tmp/a.out" and info.work_dir == "/tmp"
     assert info.start_time is not None and info.start_time.year >= 2024
@@ -54,7 +54,7 @@ def test_running_job_values_with_spaces_stay_whole():
 
 def test_requeued_job_counts_restarts_and_waits_for_begin_time():
     info = one_job("show_job_requeued.txt")
-    assert info.state == "PENDING" and info.reason == "BeginTime"
+    assert str(info.state) == "PENDING" and info.reason == "BeginTime"
     assert info.restart_count == 1
     assert info.nodelist is None  # "NodeList=" empty while pending
 
@@ -69,7 +69,7 @@ def test_pending_job_range_and_dependency():
 
 def test_failed_job_exit_code():
     info = one_job("show_job_failed.txt")
-    assert info.state == "FAILED" and info.ended
+    assert str(info.state) == "FAILED" and info.ended
     assert (info.exit_code, info.exit_signal) == (3, 0)
     assert info.reason == "NonZeroExitCode"
     assert info.derived_exit_code is None  # 22.05's scontrol does not print it
@@ -265,7 +265,7 @@ def test_job_info_falls_back_to_completion_log(fake_bin):
     )
     info = job_lookup.job_info(9)
     assert info is not None and info.source == "sacct-c"
-    assert (info.state, info.exit_signal, info.nodelist) == ("CANCELLED", 15, "n[2-3]")
+    assert (str(info.state), info.exit_signal, info.nodelist) == ("CANCELLED", 15, "n[2-3]")
     assert info.restart_count is None and info.ended
 
 
