@@ -39,8 +39,10 @@ def parse() -> argparse.Namespace:
     p.add_argument("--fail-rank", type=int, default=1)
     p.add_argument("--fail-step", type=int, default=3)
     p.add_argument(
-        "--fail-mode", choices=("exit", "kill", "hang", "collective"), default="exit"
-    )  # collective: the rank waits in a gloo recv that nobody sends (a stuck collective)
+        "--fail-mode", choices=("exit", "raise", "kill", "hang", "collective"), default="exit"
+    )  # collective: the rank waits in a gloo recv that nobody sends (a stuck collective);
+    # raise: an exception (its traceback goes to the rank's stderr). A --fail-step equal to
+    # --steps fails after the last step, when the other ranks have finished their work.
     p.add_argument("--no-heartbeat", action="store_true", help="write no heartbeat file")
     return p.parse_args()
 
@@ -64,17 +66,10 @@ def main() -> int:
     if rank == 0:
         print(f"attempt {attempt}: starting at step {start}", flush=True)
 
+    faulty = (args.fail_always or attempt == args.fail_attempt) and rank == args.fail_rank
     for step in range(start, args.steps):
-        faulty = args.fail_always or attempt == args.fail_attempt
-        if faulty and rank == args.fail_rank and step == args.fail_step:
-            if args.fail_mode == "exit":
-                print(f"rank {rank}: injected failure at step {step}", flush=True)
-                sys.exit(1)
-            if args.fail_mode == "kill":
-                os.kill(os.getpid(), signal.SIGKILL)
-            if args.fail_mode == "collective":
-                dist.recv(torch.zeros(1), src=(rank + 1) % dist.get_world_size())
-            time.sleep(3600)  # hang
+        if faulty and step == args.fail_step:
+            inject(args.fail_mode, rank, step)
         t = torch.ones(1) * (rank + 1)
         dist.all_reduce(t)
         state = {"step": step + 1, "value": state["value"] + t.item()}
@@ -92,6 +87,8 @@ def main() -> int:
             dist.barrier()
             dist.destroy_process_group()
             return 0
+    if faulty and args.fail_step >= args.steps:
+        inject(args.fail_mode, rank, state["step"])
     if rank == 0:
         save(ckpt, state)
         if heartbeat:  # "done": the supervisor stops watching for hangs while we shut down
@@ -99,6 +96,20 @@ def main() -> int:
         print(f"attempt {attempt}: done, {state['step']} steps, value {state['value']}", flush=True)
     dist.destroy_process_group()
     return 0
+
+
+def inject(mode: str, rank: int, step: int) -> None:
+    """The injected fault; its time is printed for benchmarks (epoch seconds)."""
+    print(f"rank {rank}: injected failure at step {step} (t={time.time():.3f})", flush=True)
+    if mode == "exit":
+        sys.exit(1)
+    if mode == "raise":
+        raise RuntimeError(f"injected failure on rank {rank} at step {step}")
+    if mode == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    if mode == "collective":
+        dist.recv(torch.zeros(1), src=(rank + 1) % dist.get_world_size())
+    time.sleep(3600)  # hang
 
 
 def save(path: Path, state: dict) -> None:

@@ -76,6 +76,8 @@ class AttemptResult:
     progress: str | None = None  # last progress marker the training script wrote
     health_failed: Sequence[str] = ()  # nodes whose pre-flight health check failed
     cancelled: bool = False  # with signal TERM: the job was cancelled (snrun cancel, scancel)
+    # nodes whose non-zero exit made the supervisor end the step on every other node
+    failed_first: Sequence[str] = ()
 
 
 @dataclass(frozen=True)
@@ -116,6 +118,10 @@ def classify(result: AttemptResult) -> tuple[Cause, tuple[str, ...], str]:
     bad = tuple(dict.fromkeys([*result.bad_nodes, *missing]))
     if result.hung:
         return Cause.HANG, (), "no progress within the hang timeout: step stopped"
+    if result.failed_first and not result.bad_nodes:
+        # the other nodes were stopped by the supervisor: they are neither lost nor the cause
+        codes = ",".join(f"{h}={result.node_exits.get(h, '?')}" for h in result.failed_first)
+        return Cause.APP_ERROR, (), f"ranks exited non-zero ({codes}); step ended on the others"
     if result.bad_nodes or (missing and result.node_exits):
         return Cause.NODE_FAILURE, bad, f"node(s) lost: {','.join(bad)}"
     failed = {h: c for h, c in result.node_exits.items() if c != 0}

@@ -203,11 +203,17 @@ class Supervisor:
         if self.signal is not None:  # a signal came before the step existed: pass it on
             self._forward(self.signal)
         hung = False
+        failed_first: tuple[str, ...] = ()
         hang_timeout = cfg.hang_timeout
         activity, looked = started, 0.0
         while proc.poll() is None:
             time.sleep(cfg.poll)
-            if hang_timeout > 0 and not hung:
+            if not failed_first and self.signal is None and not hung:
+                failed_first = self._failed_nodes(attempt)
+                if failed_first:  # fail fast: no healthy node waits in torchrun's exit barrier
+                    proc.send_signal(signal.SIGTERM)
+                    continue
+            if hang_timeout > 0 and not hung and not failed_first:
                 marker, mtime = self._progress()
                 fresh = mtime is not None and mtime > started
                 if fresh and (marker or "").startswith("done"):
@@ -233,6 +239,7 @@ class Supervisor:
             hung=hung,
             progress=progress,
             cancelled=self.signal is StopSignal.TERM and self._cancelled(),
+            failed_first=failed_first,
         )
 
     def act(self, d: Decision) -> ExitCode | None:
@@ -390,6 +397,18 @@ class Supervisor:
         except SlurmError:
             return False
         return any(info.state.startswith("CANCELLED") for info in infos)
+
+    def _failed_nodes(self, attempt: int) -> tuple[str, ...]:
+        """Nodes whose agent reported a non-zero exit in this attempt, first failure first."""
+        return tuple(
+            dict.fromkeys(
+                str(rec.get("node"))
+                for rec in ledger.read(self.cfg.job_dir)
+                if rec["event"] == "node_exit"
+                and rec.get("attempt") == attempt
+                and rec.get("exit_code") not in (0, None)
+            )
+        )
 
     def _bad_nodes(self) -> list[str]:
         from slurm_supernode.slurm.nodes import node_infos

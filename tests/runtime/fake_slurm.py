@@ -8,6 +8,9 @@ show config`'s ProctrackType, ``job_state`` for `scontrol show job`, ``requeue_f
 
 - ``exits`` {host: code}: node_exit ledger records the agents would write (missing host =
   lost node); ``rc``: srun's exit code; ``heartbeat``: progress marker written first;
+- ``linger`` {host: code}: after ``exits``, the step waits (as torchrun's exit barrier does on
+  healthy nodes) until SIGTERM, then writes these node_exit records and exits 143 (98 if
+  nobody ended it within ``linger_s``, 30 s);
 - ``hang``: never ends by itself (until the supervisor's SIGTERM: exits 143);
 - ``signal_parent``: "TERM" or "USR2": sends it to the supervisor (as Slurm would to the batch
   step), then waits for the supervisor to forward it; TERM ends the step with 143, USR2 lets it
@@ -68,6 +71,15 @@ def srun(args: list[str]) -> int:
     job_dir = Path(args[args.index("--job-dir") + 1])
     for host, code in step.get("exits", {}).items():
         ledger.append(job_dir, "node_exit", attempt=attempt, node=host, exit_code=code)
+    if step.get("linger"):  # the other nodes wait (torchrun's exit barrier) until a SIGTERM
+        stopped: list[int] = []
+        signal.signal(signal.SIGTERM, lambda *_: stopped.append(143))
+        deadline = time.monotonic() + step.get("linger_s", 30)
+        while not stopped and time.monotonic() < deadline:
+            time.sleep(0.02)
+        for host, code in step["linger"].items():
+            ledger.append(job_dir, "node_exit", attempt=attempt, node=host, exit_code=code)
+        return 143 if stopped else 98  # 98: nobody ended the step
     return int(step.get("rc", 0))
 
 

@@ -114,6 +114,32 @@ def test_app_error_restarts_in_the_allocation(h):
     assert h.agent_steps() == 2 and h.commands("scontrol")[0][:2] == ["show", "node"]
 
 
+def test_one_node_failing_ends_the_step_on_every_node_at_once(h):
+    """n1's ranks fail while n0's wait (torchrun's 300 s exit barrier): the supervisor ends
+    the step as soon as n1's agent reports, n1 is named as the cause and n0 is not blamed."""
+    lingering = {"exits": {"n1": 1}, "linger": {"n0": 143}, "heartbeat": "step 1"}
+    assert h.run({"attempts": [lingering, OK]}) is ExitCode.OK
+    ends = [r for r in ledger.read(h.job_dir) if r["event"] == "attempt_end"]
+    assert (ends[0]["cause"], ends[0]["action"], ends[0]["exit_code"]) == (
+        "app_error",
+        "restart",
+        143,
+    )
+    assert ends[0]["detail"].startswith("ranks exited non-zero (n1=1)") and not ends[0]["exclude"]
+    exits = [r["node"] for r in ledger.read(h.job_dir) if r["event"] == "node_exit"]
+    assert exits[:2] == ["n1", "n0"]  # the failing node's record first
+
+
+def test_a_stop_signal_is_not_cut_short_by_a_node_that_exits_non_zero(h):
+    """While ranks checkpoint after SIGUSR2, a node that exits non-zero does not end the
+    step on the others (they may still be writing their checkpoint)."""
+    usr2 = {"signal_parent": "USR2", "exits": {"n1": 1}, "linger": {"n0": 0}, "linger_s": 3}
+    h.run({"attempts": [usr2]})
+    (end,) = [r for r in ledger.read(h.job_dir) if r["event"] == "attempt_end"]
+    assert end["exit_code"] == 98  # the step ran to its own end
+    assert end["cause"] == "time_limit"
+
+
 def test_same_failure_twice_at_the_same_point_stops(h):
     failed = {"exits": {"n0": 1, "n1": 0}, "rc": 1, "heartbeat": "step 1"}
     assert h.run({"attempts": [failed, failed, OK]}) is ExitCode.FAILED
