@@ -231,9 +231,17 @@ def _submit(args: argparse.Namespace) -> int:
 
     info = jobs.wait_for(job_id, (), timeout=7 * 86400, poll=2)
     log = plan.job_dir / "logs" / f"slurm-{job_id}.out"
-    print(f"snrun: bench job {job_id} {info.state} (exit {info.exit_code}); log {log}",
-          file=sys.stderr)  # fmt: skip
-    return 0 if info.state.base == "COMPLETED" and info.exit_code == 0 else 1
+    ok = info.state.base == "COMPLETED" and info.exit_code == 0
+    if ok:
+        print(f"snrun: bench job {job_id} {info.state} (exit {info.exit_code}); log {log}",
+              file=sys.stderr)  # fmt: skip
+        return 0
+    from slurm_supernode.forensics.report import last_failure
+
+    cause = last_failure(plan.job_dir)
+    print(f"snrun: error: bench job {job_id} {info.state} (exit {info.exit_code})"
+          + (f": {cause}" if cause else f"; log {log}"), file=sys.stderr)  # fmt: skip
+    return 1
 
 
 # -- schedule -------------------------------------------------------------------------------

@@ -151,8 +151,12 @@ def run(ns: argparse.Namespace) -> int:
         state = f"{info.state} exit {info.exit_code}"
     path = plan.job_dir / FACTS_FILE
     if not path.exists():
+        from slurm_supernode.forensics.report import last_failure
+
+        cause = last_failure(plan.job_dir)
         raise JobError(
-            f"doctor job {job_id} ended ({state}) without results",
+            f"doctor job {job_id} ended ({state}) without results"
+            + (f": {cause}" if cause else ""),
             hint=f"its log: {plan.job_dir / 'logs'}",
         )
     return _judge(site, _read_facts(path), ns, job_dir=plan.job_dir, extra=before)

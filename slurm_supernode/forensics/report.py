@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from slurm_supernode.forensics.logs import attempt_dir, first_error
+from slurm_supernode.forensics.logs import attempt_dir, attempts_with_logs, first_error
 
 
 def attempt_evidence(job_dir: Path, attempt: dict[str, Any]) -> dict[str, Any]:
@@ -24,15 +24,30 @@ def attempt_evidence(job_dir: Path, attempt: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def cause_in_words(err: dict[str, Any]) -> str:
+    """``rank 3 on n1: RuntimeError: boom (+1 more ranks)`` from ``first_error``."""
+    who = f"rank {err['rank']}" if err.get("rank") is not None else err.get("node", "?")
+    text = f"{err['type']}: {err['message']}" if err.get("type") else err["message"]
+    more = f" (+{err['failed_ranks'] - 1} more ranks)" if err.get("failed_ranks", 1) > 1 else ""
+    return f"{who} on {err['node']}: {text}{more}"
+
+
+def last_failure(job_dir: Path) -> str | None:
+    """The failing rank's exception of the job's latest attempt that has one, in words with
+    its log (for the one-line error of a failed doctor or bench job); None if none failed so."""
+    for n in sorted(attempts_with_logs(job_dir), reverse=True):
+        err = first_error(job_dir, n)
+        if err:
+            return f"{cause_in_words(err)} (log {err['log']})"
+    return None
+
+
 def evidence_lines(a: dict[str, Any]) -> list[str]:
     """Indented lines under the attempt's row of the status table."""
     lines = []
     err = a.get("error")
     if err:
-        who = f"rank {err['rank']}" if err.get("rank") is not None else err.get("node", "?")
-        text = f"{err['type']}: {err['message']}" if err.get("type") else err["message"]
-        more = f" (+{err['failed_ranks'] - 1} more ranks)" if err.get("failed_ranks", 1) > 1 else ""
-        lines.append(f"      cause: {who} on {err['node']}: {text}{more}")
+        lines.append(f"      cause: {cause_in_words(err)}")
         lines.append(f"      log  : {err['log']}")
     if a.get("stacks"):
         lines.append(f"      stacks: {a['stacks']} (py-spy dump of every rank before the stop)")

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from slurm_supernode.errors import JobError, SnrunError
+from slurm_supernode.errors import InputError, JobError, SnrunError
 from slurm_supernode.forensics.env import forensics_env, installed_torch
 from slurm_supernode.fsutil import write_json_atomic
 from slurm_supernode.jobenv import JobEnvironment
@@ -28,6 +28,7 @@ from slurm_supernode.launch.request import whole_supernode_problems
 from slurm_supernode.placement.model import RankMap
 from slurm_supernode.site.model import Site
 
+RANK_ENTRY = str(Path(__file__).with_name("rank_entry.py"))
 # Variables worth keeping in the job directory to explain a run afterwards.
 _KEEP_PREFIXES = ("NCCL_", "HCCL_", "TORCH_", "SNRUN_", "MASTER_", "CUDA_", "ASCEND_", "RANK_")
 
@@ -79,7 +80,9 @@ def _fork_options(env: dict[str, str], inputs: JobInputs, program: list[str]) ->
     # torchrun's --run-path runs the script by runpy in workers forked from torchrun itself
     # (torch already imported there); it wants an absolute path. Unbuffered output, as
     # torchrun's `python -u` would give spawned workers.
-    fork = ["--run-path", "--start-method=fork"]
+    # rank_entry.py runs the script and prints a failing rank's traceback to the rank's own
+    # stderr (torchrun's fork wrapper hands it to its summary only).
+    fork = ["--run-path", "--start-method=fork", RANK_ENTRY]
     program[0] = os.path.join(inputs.workdir or os.getcwd(), program[0])
     env.setdefault("PYTHONUNBUFFERED", "1")
     # torchrun asks torch.cuda.is_available(); by default that initialises CUDA in torchrun
@@ -185,6 +188,9 @@ def _add_rank_table(
             node=hostname,
             exit_code=exc.exit_code,
             error=str(exc),
+            # bad input (a rank table that cannot be built from the site and the hardware):
+            # a rerun would fail the same way; a timeout is no such error
+            config_error=isinstance(exc, InputError),
         )
         raise
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 class Cause(enum.Enum):
@@ -22,6 +22,8 @@ class Cause(enum.Enum):
     TIME_LIMIT = "time_limit"
     HEALTH = "health"
     CANCELLED = "cancelled"
+    SUPERVISOR_LOST = "supervisor"  # the supervisor itself died (SIGKILL, OOM): no verdict
+    CONFIG = "config"  # a configuration error (e.g. the HCCL rank table): a rerun repeats it
 
 
 class Action(enum.Enum):
@@ -78,6 +80,7 @@ class AttemptResult:
     cancelled: bool = False  # with signal TERM: the job was cancelled (snrun cancel, scancel)
     # nodes whose non-zero exit made the supervisor end the step on every other node
     failed_first: Sequence[str] = ()
+    config_errors: Mapping[str, str] = field(default_factory=dict)  # node -> the error
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,9 @@ def classify(result: AttemptResult) -> tuple[Cause, tuple[str, ...], str]:
     if result.health_failed:
         bad = tuple(result.health_failed)
         return Cause.HEALTH, bad, f"health check failed on {','.join(bad)}"
+    if result.config_errors:
+        node, error = next(iter(result.config_errors.items()))
+        return Cause.CONFIG, (), f"configuration error on {node}: {error}"
     if result.signal is StopSignal.USR2:
         return Cause.TIME_LIMIT, (), "time limit approaching (SIGUSR2): checkpoint and requeue"
     if result.signal is StopSignal.TERM:
@@ -156,6 +162,8 @@ def decide(result: AttemptResult, history: Sequence[PastAttempt], budgets: Budge
         return Decision(cause, Action.COMPLETE, detail)
     if result.signal is StopSignal.TERM:
         return Decision(cause, Action.LEAVE_TO_SLURM, detail, exclude=blame)
+    if cause is Cause.CONFIG:
+        return Decision(cause, Action.STOP, f"{detail}; not retried: fix the configuration")
     used = sum(1 for past in history if past.cause is cause)
     budget = budgets.get(cause, 0)
     if used >= budget:

@@ -77,6 +77,8 @@ class Attempt:
     node_exits: dict[str, int] = field(default_factory=dict)
     # failed ranks from torchrun's report: {"node", "rank", "local_rank", "exit_code", "first"}
     ranks: list[dict[str, Any]] = field(default_factory=list)
+    # nodes whose agent stopped on a configuration error before torchrun (the error's text)
+    config_errors: dict[str, str] = field(default_factory=dict)
     cause: str | None = None
     action: str | None = None
     detail: str | None = None
@@ -115,6 +117,8 @@ def fold(records: list[dict[str, Any]] | Iterator[dict[str, Any]]) -> Chain:
             node = rec.get("node", "?")
             a.node_exits[node] = rec.get("exit_code", -1)
             a.ranks += [{"node": node, **r} for r in rec.get("ranks") or () if isinstance(r, dict)]
+            if rec.get("config_error"):
+                a.config_errors[node] = str(rec.get("error") or "configuration error")
         elif ev == "attempt_end":
             a.end = rec["time"]
             a.exit_code = rec.get("exit_code")

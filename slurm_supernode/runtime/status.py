@@ -13,20 +13,34 @@ from slurm_supernode.runtime import ledger
 from slurm_supernode.runtime.torchrun_report import describe, earliest_first
 
 
+def _from_slurm(chain: ledger.Chain) -> dict[str, Any] | None:
+    """No final record: does Slurm say the chain ended, or waits held, with no supervisor?"""
+    from slurm_supernode.errors import SlurmError
+    from slurm_supernode.runtime.lost import verdict_without_supervisor
+    from slurm_supernode.slurm.jobs import job_info
+
+    try:
+        return verdict_without_supervisor(chain, job_info(chain.job_ids[-1]))
+    except SlurmError:
+        return None  # Slurm not reachable: the ledger's view alone
+
+
 def chain_summary(job_dir: Path) -> dict[str, Any]:
-    """Attempts, job ids and final state of the chain in ``job_dir``."""
+    """Attempts, job ids and final state of the chain in ``job_dir``; without a final record,
+    Slurm's record of the last job says whether the chain ended with nobody to record it."""
     chain = ledger.fold(ledger.read(job_dir))
     submitted = job_dir / "job.json"
     if submitted.exists():
         for jid in json.loads(submitted.read_text()).get("job_ids", []):
             if jid not in chain.job_ids:
                 chain.job_ids.insert(0, jid)
-    state = chain.final["state"] if chain.final else ("RUNNING" if chain.attempts else "PENDING")
+    final = chain.final or (_from_slurm(chain) if chain.job_ids else None)
+    state = final["state"] if final else ("RUNNING" if chain.attempts else "PENDING")
     return {
         "job_dir": str(job_dir),
         "job_ids": chain.job_ids,
         "state": state,
-        "reason": chain.final.get("reason") if chain.final else None,
+        "reason": final.get("reason") if final else None,
         "attempts": [_with_first(attempt_evidence(job_dir, asdict(a))) for a in chain.attempts],
     }
 

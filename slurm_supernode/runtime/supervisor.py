@@ -229,7 +229,8 @@ class Supervisor:
         self._step = None
         rc = proc.returncode if proc.returncode >= 0 else 128 - proc.returncode
         progress, _ = self._progress()
-        node_exits = self._chain().attempts[-1].node_exits
+        last = self._chain().attempts[-1]
+        node_exits = last.node_exits
         return AttemptResult(
             step_exit=rc,
             node_exits=node_exits,
@@ -240,6 +241,7 @@ class Supervisor:
             progress=progress,
             cancelled=self.signal is StopSignal.TERM and self._cancelled(),
             failed_first=failed_first,
+            config_errors=last.config_errors,
         )
 
     def act(self, d: Decision) -> ExitCode | None:
@@ -490,3 +492,21 @@ def run_supervisor(
         job_dir, load_inputs(job_dir), JobEnvironment.from_environ(environ), environ, program_argv
     )
     return int(Supervisor(config).run())
+
+
+def lost_supervisor(job_dir: Path, rc: int, environ: Mapping[str, str] | None = None) -> int:
+    """Entry of ``snrun supervise --lost RC`` (the batch script, after the supervisor died):
+    returns the exit code the batch script should end with (the supervisor's own)."""
+    import os
+    import sys
+
+    from slurm_supernode.runtime.lost import record_lost_supervisor
+
+    env = JobEnvironment.from_environ(dict(os.environ if environ is None else environ))
+    inputs = load_inputs(job_dir)
+    reason = record_lost_supervisor(
+        job_dir, rc, env.job_id or 0, expedited(inputs.request["sbatch_args"])
+    )
+    if reason:
+        print(f"snrun: error: {reason}", file=sys.stderr)
+    return rc

@@ -13,8 +13,9 @@ from slurm_supernode.runtime import ledger
 def wait_chain(
     job_dir: Path, job_id: int, timeout: float | None = None, poll: float = 1.0
 ) -> dict[str, Any]:
-    """Until the ledger has a final record, or Slurm says every job of the chain ended
-    without one (the batch script died before the supervisor could write it)."""
+    """Until the ledger has a final record, or Slurm says the chain's last job ended without
+    one (the batch step died) or waits held with nobody to release it."""
+    from slurm_supernode.runtime.lost import verdict_without_supervisor
     from slurm_supernode.slurm.job_lookup import job_info
 
     deadline = None if timeout is None else time.monotonic() + timeout
@@ -23,14 +24,12 @@ def wait_chain(
         chain = ledger.fold(ledger.read(job_dir))
         if chain.final:
             return chain.final
-        ids = chain.job_ids or [job_id]
-        infos = [job_info(i) for i in ids[-1:]]
-        ended = all(i is None or i.ended for i in infos)
-        if ended:
+        info = job_info((chain.job_ids or [job_id])[-1])
+        verdict = verdict_without_supervisor(chain, info) if info is not None else None
+        if info is None or verdict is not None:
             gone_since = gone_since or time.monotonic()
             if time.monotonic() - gone_since > 5:  # give a just-written final record a chance
-                state = str(infos[0].state) if infos and infos[0] else "UNKNOWN"
-                return {"state": state, "reason": "job ended without a final ledger record"}
+                return verdict or {"state": "UNKNOWN", "reason": "Slurm no longer knows the job"}
         else:
             gone_since = None
         if deadline is not None and time.monotonic() > deadline:

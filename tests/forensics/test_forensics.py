@@ -18,7 +18,7 @@ from slurm_supernode.forensics.logs import (
     rank_logs,
     read_error_file,
 )
-from slurm_supernode.forensics.report import attempt_evidence, evidence_lines
+from slurm_supernode.forensics.report import attempt_evidence, evidence_lines, last_failure
 from slurm_supernode.forensics.stacks import rank_processes
 from slurm_supernode.runtime.ledger import current_job_id
 from slurm_supernode.slurm.attach import attach_argv
@@ -112,6 +112,19 @@ def test_status_evidence_says_the_cause_and_where(tmp_path: Path) -> None:
         stopped = attempt_evidence(tmp_path, {"attempt": 0, "cause": cause})
         assert stopped["error"] is None and "cause:" not in "\n".join(evidence_lines(stopped))
     assert attempt_evidence(tmp_path, {"attempt": 0, "cause": "app_error"})["error"] is not None
+
+
+def test_last_failure_names_the_latest_attempts_failing_rank(tmp_path: Path) -> None:
+    """The one-line error of a failed doctor or bench job: the latest attempt with an error."""
+    assert last_failure(tmp_path) is None
+    fake_attempt(tmp_path, 0, {"n0": 0})
+    fake_attempt(tmp_path, 1, {"n0": 0, "n1": 1})
+    old = tmp_path / "logs" / "attempt0" / "n0" / "none_abc" / "attempt_0" / "0" / "error.json"
+    old.write_text(error_json("KeyError: 'old'", 1))
+    assert last_failure(tmp_path) == f"rank 0 on n0: KeyError: 'old' (log {old.parent}/stderr.log)"
+    new = tmp_path / "logs" / "attempt1" / "n1" / "none_abc" / "attempt_0" / "1" / "error.json"
+    new.write_text(error_json("RuntimeError: NCCL timeout", 2))
+    assert last_failure(tmp_path).startswith("rank 3 on n1: RuntimeError: NCCL timeout (log ")
 
 
 def test_error_hook_writes_torchelastic_error_file(tmp_path: Path) -> None:

@@ -97,6 +97,8 @@ def expect_one_line_stop(job_dir: Path, final: dict, log: str, fragment: str) ->
     assert not list(job_dir.glob("rank_table.*.json"))
     exits = [r for r in ledger(job_dir) if r["event"] == "node_exit"]
     assert exits and all(errors[0].endswith(": error: " + r["error"]) for r in exits)
+    ends = [(r["cause"], r["action"]) for r in ledger(job_dir) if r["event"] == "attempt_end"]
+    assert ends == [("config", "stop")], ends  # a configuration error: no second attempt
     return errors[0]
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from slurm_supernode.runtime.agent import RANK_ENTRY
 from slurm_supernode.slurm.job_lookup import job_info
 from tests.integration.helpers import (
     EXAMPLES,
@@ -121,7 +122,7 @@ def test_fork_workers_restart_in_allocation(slurm_cluster, tmp_path: Path) -> No
     for rec in records:
         i = rec["argv"].index("--run-path")
         snapshot = str(job_dir / "code" / "train_resumable.py")  # the copy taken at submission
-        assert rec["argv"][i : i + 3] == ["--run-path", "--start-method=fork", snapshot]
+        assert rec["argv"][i : i + 4] == ["--run-path", "--start-method=fork", RANK_ENTRY, snapshot]
     log = "".join(p.read_text() for p in (job_dir / "logs").glob("*.out"))
     assert "attempt 1: done, 8 steps" in log, log[-2000:]
 

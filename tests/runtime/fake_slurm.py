@@ -8,6 +8,8 @@ show config`'s ProctrackType, ``job_state`` for `scontrol show job`, ``requeue_f
 
 - ``exits`` {host: code}: node_exit ledger records the agents would write (missing host =
   lost node); ``rc``: srun's exit code; ``heartbeat``: progress marker written first;
+- ``config_errors`` {host: error}: node_exit records of agents that stopped on a
+  configuration error (exit 2) before torchrun;
 - ``linger`` {host: code}: after ``exits``, the step waits (as torchrun's exit barrier does on
   healthy nodes) until SIGTERM, then writes these node_exit records and exits 143 (98 if
   nobody ended it within ``linger_s``, 30 s);
@@ -71,6 +73,11 @@ def srun(args: list[str]) -> int:
     job_dir = Path(args[args.index("--job-dir") + 1])
     for host, code in step.get("exits", {}).items():
         ledger.append(job_dir, "node_exit", attempt=attempt, node=host, exit_code=code)
+    for host, error in step.get("config_errors", {}).items():
+        ledger.append(
+            job_dir, "node_exit", attempt=attempt, node=host, exit_code=2, error=error,
+            config_error=True,
+        )  # fmt: skip
     if step.get("linger"):  # the other nodes wait (torchrun's exit barrier) until a SIGTERM
         stopped: list[int] = []
         signal.signal(signal.SIGTERM, lambda *_: stopped.append(143))

@@ -6,7 +6,7 @@ from slurm_supernode.errors import JobError
 from slurm_supernode.jobenv import JobEnvironment
 from slurm_supernode.placement.model import Layout
 from slurm_supernode.placement.rankmap import build_rank_map
-from slurm_supernode.runtime.agent import master_port, plan_agent_launch
+from slurm_supernode.runtime.agent import RANK_ENTRY, master_port, plan_agent_launch
 from slurm_supernode.runtime.supervisor import srun_command
 from tests.placement.sites import ascend_site, make_site, reversed_names
 from tests.runtime.inputs import make_inputs
@@ -65,7 +65,7 @@ def test_fork_workers_runs_the_script_by_path_in_forked_workers() -> None:
     launch = plan_agent_launch(forked, site, rm, host, {}, attempt=0, job_id=1)
     i = launch.argv.index("--run-path")
     assert launch.argv[i:] == [
-        "--run-path", "--start-method=fork", "/home/u/proj/train.py", "--x", "a b",
+        "--run-path", "--start-method=fork", RANK_ENTRY, "/home/u/proj/train.py", "--x", "a b",
     ]  # fmt: skip
     assert launch.env["PYTHONUNBUFFERED"] == "1"
     assert launch.env["PYTORCH_NVML_BASED_CUDA_CHECK"] == "1"  # torchrun must not init CUDA

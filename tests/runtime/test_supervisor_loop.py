@@ -140,6 +140,15 @@ def test_a_stop_signal_is_not_cut_short_by_a_node_that_exits_non_zero(h):
     assert end["cause"] == "time_limit"
 
 
+def test_configuration_error_is_not_retried(h):
+    """An agent that cannot build the HCCL rank table (site and hardware disagree): the same
+    inputs would fail the same way, so the chain stops after one attempt, budget or not."""
+    bad = {"config_errors": {"n1": "rank table: site and hardware disagree"}, "linger": {"n0": 143}}
+    assert h.run({"attempts": [bad, OK]}) is ExitCode.FAILED
+    assert h.ends() == [("config", "stop")] and h.agent_steps() == 1
+    assert "configuration error on n1: rank table: site and hardware" in h.final()["reason"]
+
+
 def test_same_failure_twice_at_the_same_point_stops(h):
     failed = {"exits": {"n0": 1, "n1": 0}, "rc": 1, "heartbeat": "step 1"}
     assert h.run({"attempts": [failed, failed, OK]}) is ExitCode.FAILED

@@ -1,0 +1,57 @@
+"""A rank that dies of an exception leaves its traceback in its own stderr log (what `snrun
+logs --rank R` shows) in both worker modes. Runs a real torchrun (CPU) with the agent's log
+options; in forked mode torchrun's wrapper would hand the traceback to its summary only."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from slurm_supernode.runtime.agent import RANK_ENTRY
+
+pytest.importorskip("torch")
+
+SCRIPT = """
+import os
+def main():
+    raise RuntimeError("injected in rank " + os.environ["RANK"])
+if __name__ == "__main__":
+    main()
+"""
+
+
+def rank_stderr(tmp_path: Path, mode: list[str]) -> str:
+    script = tmp_path / "train.py"
+    script.write_text(SCRIPT)
+    logs = tmp_path / "logs"
+    argv = [
+        sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=1",
+        f"--log-dir={logs}", "--redirects=3", "--tee=3", *mode, str(script),
+    ]  # fmt: skip
+    proc = subprocess.run(
+        argv, capture_output=True, text=True, timeout=300, env=dict(os.environ, OMP_NUM_THREADS="1")
+    )
+    assert proc.returncode != 0
+    (stderr_log,) = logs.glob("**/attempt_0/0/stderr.log")
+    return stderr_log.read_text()
+
+
+@pytest.mark.parametrize(
+    "mode",
+    [["--run-path", "--start-method=fork", RANK_ENTRY], []],
+    ids=["forked", "spawned"],
+)
+def test_the_failing_ranks_traceback_is_in_its_own_stderr_log(tmp_path, mode):
+    text = rank_stderr(tmp_path, mode)
+    assert "Traceback (most recent call last)" in text, text
+    assert "RuntimeError: injected in rank 0" in text and 'train.py", line 4, in main' in text
+
+
+def test_forked_workers_without_the_entry_leave_it_empty(tmp_path):
+    """What rank_entry.py is for (so the test above can fail)."""
+    text = rank_stderr(tmp_path, ["--run-path", "--start-method=fork"])
+    assert "RuntimeError" not in text
