@@ -243,6 +243,8 @@ def run_agent(
     )
     if site.vendor == "ascend":
         _add_rank_table(launch, job_dir, site, rank_map, hostname, environ, job_id, attempt)
+    # where a forked rank that raises records it at once (runtime/rank_entry.py)
+    launch.env.update({"SNRUN_JOB_DIR": str(job_dir), "SNRUN_NODE": hostname})
     _record_launch(launch, job_dir, hostname, attempt)
     os.chdir(inputs.workdir or os.getcwd())
     cpu_mark = node_log_dir(job_dir, attempt, hostname) / "cpu"  # progress for hang detection

@@ -81,6 +81,7 @@ class AttemptResult:
     # nodes whose non-zero exit made the supervisor end the step on every other node
     failed_first: Sequence[str] = ()
     config_errors: Mapping[str, str] = field(default_factory=dict)  # node -> the error
+    rank_errors: Mapping[str, str] = field(default_factory=dict)  # node -> "rank R: Type: msg"
 
 
 @dataclass(frozen=True)
@@ -126,6 +127,10 @@ def classify(result: AttemptResult) -> tuple[Cause, tuple[str, ...], str]:
         return Cause.HANG, (), "no progress within the hang timeout: step stopped"
     if result.failed_first and not result.bad_nodes:
         # the other nodes were stopped by the supervisor: they are neither lost nor the cause
+        first = result.failed_first[0]
+        if first in result.rank_errors:
+            what = f"{result.rank_errors[first]} on {first}"
+            return Cause.APP_ERROR, (), f"{what}; step ended on every node"
         codes = ",".join(f"{h}={result.node_exits.get(h, '?')}" for h in result.failed_first)
         return Cause.APP_ERROR, (), f"ranks exited non-zero ({codes}); step ended on the others"
     if result.bad_nodes or (missing and result.node_exits):

@@ -79,6 +79,8 @@ class Attempt:
     ranks: list[dict[str, Any]] = field(default_factory=list)
     # nodes whose agent stopped on a configuration error before torchrun (the error's text)
     config_errors: dict[str, str] = field(default_factory=dict)
+    # node -> "rank R: Type: message" of its first rank that raised (rank_failed, by the rank)
+    rank_errors: dict[str, str] = field(default_factory=dict)
     cause: str | None = None
     action: str | None = None
     detail: str | None = None
@@ -119,6 +121,9 @@ def fold(records: list[dict[str, Any]] | Iterator[dict[str, Any]]) -> Chain:
             a.ranks += [{"node": node, **r} for r in rec.get("ranks") or () if isinstance(r, dict)]
             if rec.get("config_error"):
                 a.config_errors[node] = str(rec.get("error") or "configuration error")
+        elif ev == "rank_failed":
+            node = str(rec.get("node", "?"))
+            a.rank_errors.setdefault(node, f"rank {rec.get('rank')}: {rec.get('error')}")
         elif ev == "attempt_end":
             a.end = rec["time"]
             a.exit_code = rec.get("exit_code")

@@ -242,6 +242,7 @@ class Supervisor:
             cancelled=self.signal is StopSignal.TERM and self._cancelled(),
             failed_first=failed_first,
             config_errors=last.config_errors,
+            rank_errors=last.rank_errors,
         )
 
     def act(self, d: Decision) -> ExitCode | None:
@@ -401,14 +402,17 @@ class Supervisor:
         return any(info.state.startswith("CANCELLED") for info in infos)
 
     def _failed_nodes(self, attempt: int) -> tuple[str, ...]:
-        """Nodes whose agent reported a non-zero exit in this attempt, first failure first."""
+        """Nodes with a rank that raised (``rank_failed``, written by the rank itself) or whose
+        agent reported a non-zero exit in this attempt, first failure first."""
         return tuple(
             dict.fromkeys(
                 str(rec.get("node"))
                 for rec in ledger.read(self.cfg.job_dir)
-                if rec["event"] == "node_exit"
-                and rec.get("attempt") == attempt
-                and rec.get("exit_code") not in (0, None)
+                if rec.get("attempt") == attempt
+                and (
+                    rec["event"] == "rank_failed"
+                    or (rec["event"] == "node_exit" and rec.get("exit_code") not in (0, None))
+                )
             )
         )
 

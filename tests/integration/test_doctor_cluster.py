@@ -119,11 +119,14 @@ def test_doctor_inside_a_running_job_as_an_overlapping_step(site_file, tmp_path)
         )
         assert proc.stdout.startswith("{"), proc.stdout + proc.stderr
         data = json.loads(proc.stdout)
-        # no failure: unknowns (no GPUs) and one warning, the job holds part of super node sn0
+        # no failure: unknowns (no GPUs) and the warning that the job holds part of super node
+        # sn0. A storage warning ("slowest writer") may come too: both nodes write to this
+        # machine's one disk while other work loads it, so their speeds differ by chance.
         findings = [f for s in data["steps"] for f in s["findings"]]
-        assert {f["check"] for f in findings if f["verdict"] in ("warn", "fail")} == {
-            "whole-supernodes"
-        }, proc.stdout
+        flagged = {f["check"]: f["verdict"] for f in findings if f["verdict"] in ("warn", "fail")}
+        assert flagged.get("whole-supernodes") == "warn", proc.stdout
+        assert set(flagged) <= {"whole-supernodes", "storage"}, proc.stdout
+        assert set(flagged.values()) == {"warn"}, proc.stdout
         assert proc.returncode == 1 and data["verdict"] == "warn"
         assert any(f["check"] == "compute" and f["verdict"] == "unknown" for f in findings)
         assert data["hosts"] == ["n2", "n3"] and data["job_id"] == str(job_id)

@@ -323,11 +323,13 @@ def test_cancel_ends_the_whole_chain(slurm_cluster, tmp_path: Path) -> None:
     from slurm_supernode.slurm.jobs import wait_for as wait_job
 
     assert wait_job(job_id, ["CANCELLED"], timeout=60).state.base == "CANCELLED"
-    time.sleep(2)
-    import json
 
-    status = json.loads(snrun("status", str(job_id), "--json", jobs=tmp_path / "jobs").stdout)
-    assert status["state"] == "CANCELLED" and status["job_ids"] == [job_id]
+    def status() -> dict:
+        out = snrun("status", str(job_id), "--json", jobs=tmp_path / "jobs").stdout
+        return json.loads(out)
+
+    final = wait_for(lambda: (s := status())["state"] == "CANCELLED" and s, 60, "CANCELLED")
+    assert final["job_ids"] == [job_id]
 
 
 def test_requeue_uses_expedite_where_the_cluster_has_it_and_still_excludes(

@@ -8,6 +8,7 @@ show config`'s ProctrackType, ``job_state`` for `scontrol show job`, ``requeue_f
 
 - ``exits`` {host: code}: node_exit ledger records the agents would write (missing host =
   lost node); ``rc``: srun's exit code; ``heartbeat``: progress marker written first;
+- ``raised`` {host: "Type: message"}: rank_failed records (rank 1) of ranks that raised;
 - ``config_errors`` {host: error}: node_exit records of agents that stopped on a
   configuration error (exit 2) before torchrun;
 - ``linger`` {host: code}: after ``exits``, the step waits (as torchrun's exit barrier does on
@@ -68,9 +69,19 @@ def srun(args: list[str]) -> int:
     if step.get("hang"):
         while True:
             time.sleep(0.05)
+    job_dir = Path(args[args.index("--job-dir") + 1])
+    _agents_report(job_dir, attempt, step)
+    if step.get("linger"):
+        return _linger(job_dir, attempt, step)
+    return int(step.get("rc", 0))
+
+
+def _agents_report(job_dir: Path, attempt: int, step: dict) -> None:
+    """The ledger records the ranks and agents of the step would write."""
     from slurm_supernode.runtime import ledger
 
-    job_dir = Path(args[args.index("--job-dir") + 1])
+    for host, error in step.get("raised", {}).items():  # what runtime/rank_entry.py writes
+        ledger.append(job_dir, "rank_failed", attempt=attempt, node=host, rank=1, error=error)
     for host, code in step.get("exits", {}).items():
         ledger.append(job_dir, "node_exit", attempt=attempt, node=host, exit_code=code)
     for host, error in step.get("config_errors", {}).items():
@@ -78,16 +89,20 @@ def srun(args: list[str]) -> int:
             job_dir, "node_exit", attempt=attempt, node=host, exit_code=2, error=error,
             config_error=True,
         )  # fmt: skip
-    if step.get("linger"):  # the other nodes wait (torchrun's exit barrier) until a SIGTERM
-        stopped: list[int] = []
-        signal.signal(signal.SIGTERM, lambda *_: stopped.append(143))
-        deadline = time.monotonic() + step.get("linger_s", 30)
-        while not stopped and time.monotonic() < deadline:
-            time.sleep(0.02)
-        for host, code in step["linger"].items():
-            ledger.append(job_dir, "node_exit", attempt=attempt, node=host, exit_code=code)
-        return 143 if stopped else 98  # 98: nobody ended the step
-    return int(step.get("rc", 0))
+
+
+def _linger(job_dir: Path, attempt: int, step: dict) -> int:
+    """The other nodes wait (torchrun's exit barrier) until a SIGTERM ends the step."""
+    from slurm_supernode.runtime import ledger
+
+    stopped: list[int] = []
+    signal.signal(signal.SIGTERM, lambda *_: stopped.append(143))
+    deadline = time.monotonic() + step.get("linger_s", 30)
+    while not stopped and time.monotonic() < deadline:
+        time.sleep(0.02)
+    for host, code in step["linger"].items():
+        ledger.append(job_dir, "node_exit", attempt=attempt, node=host, exit_code=code)
+    return 143 if stopped else 98  # 98: nobody ended the step
 
 
 def scontrol(args: list[str]) -> int:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from slurm_supernode.runtime import ledger
 from slurm_supernode.runtime.agent import RANK_ENTRY
 
 pytest.importorskip("torch")
@@ -32,9 +33,9 @@ def rank_stderr(tmp_path: Path, mode: list[str]) -> str:
         sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=1",
         f"--log-dir={logs}", "--redirects=3", "--tee=3", *mode, str(script),
     ]  # fmt: skip
-    proc = subprocess.run(
-        argv, capture_output=True, text=True, timeout=300, env=dict(os.environ, OMP_NUM_THREADS="1")
-    )
+    env = dict(os.environ, OMP_NUM_THREADS="1", SNRUN_JOB_DIR=str(tmp_path), SNRUN_NODE="n3")
+    env["SNRUN_ATTEMPT"] = "2"
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode != 0
     (stderr_log,) = logs.glob("**/attempt_0/0/stderr.log")
     return stderr_log.read_text()
@@ -49,6 +50,10 @@ def test_the_failing_ranks_traceback_is_in_its_own_stderr_log(tmp_path, mode):
     text = rank_stderr(tmp_path, mode)
     assert "Traceback (most recent call last)" in text, text
     assert "RuntimeError: injected in rank 0" in text and 'train.py", line 4, in main' in text
+    if mode:  # forked: the rank also told the ledger at once, for the supervisor
+        (rec,) = [r for r in ledger.read(tmp_path) if r["event"] == "rank_failed"]
+        assert (rec["attempt"], rec["node"], rec["rank"]) == (2, "n3", 0)
+        assert rec["error"] == "RuntimeError: injected in rank 0"
 
 
 def test_forked_workers_without_the_entry_leave_it_empty(tmp_path):

@@ -130,6 +130,16 @@ def test_one_node_failing_ends_the_step_on_every_node_at_once(h):
     assert exits[:2] == ["n1", "n0"]  # the failing node's record first
 
 
+def test_a_rank_that_raised_ends_the_step_before_its_torchrun_exits(h):
+    """A forked rank records its exception itself (rank_failed): no node_exit is needed to
+    end the step, and the detail names the rank and its exception."""
+    raised = {"raised": {"n1": "RuntimeError: boom"}, "linger": {"n0": 143}}
+    assert h.run({"attempts": [raised, OK]}) is ExitCode.OK
+    (end, _) = [r for r in ledger.read(h.job_dir) if r["event"] == "attempt_end"]
+    assert end["cause"] == "app_error" and end["action"] == "restart"
+    assert end["detail"] == "rank 1: RuntimeError: boom on n1; step ended on every node"
+
+
 def test_a_stop_signal_is_not_cut_short_by_a_node_that_exits_non_zero(h):
     """While ranks checkpoint after SIGUSR2, a node that exits non-zero does not end the
     step on the others (they may still be writing their checkpoint)."""
