@@ -30,5 +30,8 @@ for v in ${BENCH_SLURM:-host 24.11 26.05}; do
   echo; echo "== Slurm $(sinfo --version) ($topo${extra:+, ${extra[*]}}): restart, requeue, lost node"
   echo "# $(date -u '+%F %T UTC'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
   python3 bench/bench_restart.py ${BENCH_RESTART_ONLY:+--only "$BENCH_RESTART_ONLY"}
+  echo; echo "== Slurm $(sinfo --version) ($topo): one rank crashes -> the next attempt's first step"
+  echo "# $(date -u '+%F %T UTC'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+  python3 bench/bench_failfast.py --nodes 2 --nodes 8 --repeat 2
 done
 echo; echo "(GPU figures: bench/results/h200x2.md, bench/results/agent-h200x2.md)"

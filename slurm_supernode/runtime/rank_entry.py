@@ -39,14 +39,16 @@ def record(exc: Exception) -> None:
     try:
         from pathlib import Path
 
+        from slurm_supernode.jobenv import JobEnvironment
         from slurm_supernode.runtime import ledger
 
+        env = JobEnvironment.from_environ(os.environ)
         ledger.append(
             Path(job_dir),
             "rank_failed",
-            attempt=int(os.environ.get("SNRUN_ATTEMPT", "0")),
+            attempt=env.attempt,
             node=node,
-            rank=int(os.environ.get("RANK", "-1")),
+            rank=env.rank,
             error=f"{type(exc).__name__}: {exc}"[:500],
         )
     except Exception:  # the rank's own exception is what matters
