@@ -22,7 +22,7 @@ from slurm_supernode.runtime import ledger
 from slurm_supernode.runtime.classify import Action, Cause
 
 if TYPE_CHECKING:
-    from slurm_supernode.slurm.jobs import JobInfo
+    from slurm_supernode.slurm.jobinfo import JobInfo
 
 
 def describe_exit(rc: int) -> str:

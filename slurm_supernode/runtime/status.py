@@ -17,7 +17,7 @@ def _from_slurm(chain: ledger.Chain) -> dict[str, Any] | None:
     """No final record: does Slurm say the chain ended, or waits held, with no supervisor?"""
     from slurm_supernode.errors import SlurmError
     from slurm_supernode.runtime.lost import verdict_without_supervisor
-    from slurm_supernode.slurm.jobs import job_info
+    from slurm_supernode.slurm.job_lookup import job_info
 
     try:
         return verdict_without_supervisor(chain, job_info(chain.job_ids[-1]))

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from ClusterShell.NodeSet import NodeSet
 
-from slurm_supernode.slurm import jobs
+from slurm_supernode.slurm import job_lookup, jobinfo, jobs
 from tests.integration.helpers import ledger, snrun, submit, wait_final, wait_for
 from tests.integration.test_resubmission import TRAIN, site_with_broken_node
 
@@ -19,8 +19,8 @@ pytestmark = pytest.mark.slurm
 HELD = "n2"  # in the first attempt's allocation and in the rerun's (it is not the bad node)
 
 
-def completing(job_id: int) -> jobs.JobInfo | None:
-    info = jobs.job_info(job_id)
+def completing(job_id: int) -> jobinfo.JobInfo | None:
+    info = job_lookup.job_info(job_id)
     return info if info is not None and info.state.completing else None
 
 

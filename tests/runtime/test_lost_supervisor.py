@@ -13,7 +13,7 @@ from slurm_supernode.runtime.lost import (
     record_lost_supervisor,
     verdict_without_supervisor,
 )
-from slurm_supernode.slurm import jobs
+from slurm_supernode.slurm import jobinfo, jobs
 from slurm_supernode.slurm.state import JobState
 
 
@@ -59,8 +59,8 @@ def test_exit_codes_in_words():
     assert describe_exit(255) == "exit 255"
 
 
-def info(state: JobState) -> jobs.JobInfo:
-    return jobs.job_from_json({"job_id": 7, "job_state": [state.base, *state.flags]})
+def info(state: JobState) -> jobinfo.JobInfo:
+    return jobinfo.job_from_json({"job_id": 7, "job_state": [state.base, *state.flags]})
 
 
 def test_whole_batch_step_died_slurm_says_it_ended(tmp_path):
