@@ -51,7 +51,8 @@ def submit(jobs: Path, nodes: int, steps: int) -> Path:
     out = subprocess.run(
         [
             sys.executable, "-m", "slurm_supernode", "--site", "local", "--jobs-dir", str(jobs),
-            "--parsable", *shape, "--nproc-per-node", "1", TRAIN, "--steps", str(steps),
+            "--parsable", *shape, "--nproc-per-node", "1", "--env", "SNRUN_FAIL_FAST=1",
+            TRAIN, "--steps", str(steps),
             "--step-time", "0.5", "--fail-attempt", "0", "--fail-rank", str(last),
             "--fail-step", str(steps), "--fail-mode", "raise",
         ],

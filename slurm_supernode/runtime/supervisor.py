@@ -96,6 +96,9 @@ class SupervisorConfig:
     sbatch_args: tuple[str, ...]
     checkpoint_dir: str
     expedite: bool = False  # --requeue=expedite: Slurm reruns a requeued job at once
+    # SNRUN_FAIL_FAST=1: end the step on every node when one node's ranks fail (opt-in: the
+    # stopped agents are killed by srun before they record their node_exit)
+    fail_fast: bool = False
     poll: float = 0.5  # seconds between looks at the step
     backoff: float = 1.0  # pause before restart n: min(n * backoff, 5 * backoff)
     environ: Mapping[str, str] = field(default_factory=dict, repr=False)
@@ -128,6 +131,7 @@ class SupervisorConfig:
             sbatch_args=tuple(inputs.request["sbatch_args"]),
             checkpoint_dir=env.checkpoint_dir or str(job_dir / "checkpoints"),
             expedite=expedited(inputs.request["sbatch_args"]),
+            fail_fast=environ.get("SNRUN_FAIL_FAST") == "1",
             environ=dict(environ),
         )
 
@@ -208,7 +212,7 @@ class Supervisor:
         activity, looked = started, 0.0
         while proc.poll() is None:
             time.sleep(cfg.poll)
-            if not failed_first and self.signal is None and not hung:
+            if cfg.fail_fast and not failed_first and self.signal is None and not hung:
                 failed_first = self._failed_nodes(attempt)
                 if failed_first:  # fail fast: no healthy node waits in torchrun's exit barrier
                     proc.send_signal(signal.SIGTERM)

@@ -97,6 +97,14 @@ def h(tmp_path, monkeypatch) -> Harness:
 
 
 OK = {"exits": {"n0": 0, "n1": 0}, "rc": 0}
+FAIL_FAST = {"SNRUN_FAIL_FAST": "1"}
+
+
+def test_without_fail_fast_the_other_nodes_are_left_to_end_by_themselves(h):
+    lingering = {"exits": {"n1": 1}, "linger": {"n0": 0}, "linger_s": 2}
+    h.run({"attempts": [lingering, OK]})
+    (first, _) = [r for r in ledger.read(h.job_dir) if r["event"] == "attempt_end"]
+    assert first["exit_code"] == 98  # nobody ended the step
 
 
 def test_success_completes_the_chain(h):
@@ -118,7 +126,7 @@ def test_one_node_failing_ends_the_step_on_every_node_at_once(h):
     """n1's ranks fail while n0's wait (torchrun's 300 s exit barrier): the supervisor ends
     the step as soon as n1's agent reports, n1 is named as the cause and n0 is not blamed."""
     lingering = {"exits": {"n1": 1}, "linger": {"n0": 143}, "heartbeat": "step 1"}
-    assert h.run({"attempts": [lingering, OK]}) is ExitCode.OK
+    assert h.run({"attempts": [lingering, OK]}, env=FAIL_FAST) is ExitCode.OK
     ends = [r for r in ledger.read(h.job_dir) if r["event"] == "attempt_end"]
     assert (ends[0]["cause"], ends[0]["action"], ends[0]["exit_code"]) == (
         "app_error",
@@ -134,7 +142,7 @@ def test_a_rank_that_raised_ends_the_step_before_its_torchrun_exits(h):
     """A forked rank records its exception itself (rank_failed): no node_exit is needed to
     end the step, and the detail names the rank and its exception."""
     raised = {"raised": {"n1": "RuntimeError: boom"}, "linger": {"n0": 143}}
-    assert h.run({"attempts": [raised, OK]}) is ExitCode.OK
+    assert h.run({"attempts": [raised, OK]}, env=FAIL_FAST) is ExitCode.OK
     (end, _) = [r for r in ledger.read(h.job_dir) if r["event"] == "attempt_end"]
     assert end["cause"] == "app_error" and end["action"] == "restart"
     assert end["detail"] == "rank 1: RuntimeError: boom on n1; step ended on every node"
@@ -144,7 +152,7 @@ def test_a_stop_signal_is_not_cut_short_by_a_node_that_exits_non_zero(h):
     """While ranks checkpoint after SIGUSR2, a node that exits non-zero does not end the
     step on the others (they may still be writing their checkpoint)."""
     usr2 = {"signal_parent": "USR2", "exits": {"n1": 1}, "linger": {"n0": 0}, "linger_s": 3}
-    h.run({"attempts": [usr2]})
+    h.run({"attempts": [usr2]}, env=FAIL_FAST)
     (end,) = [r for r in ledger.read(h.job_dir) if r["event"] == "attempt_end"]
     assert end["exit_code"] == 98  # the step ran to its own end
     assert end["cause"] == "time_limit"
@@ -154,7 +162,7 @@ def test_configuration_error_is_not_retried(h):
     """An agent that cannot build the HCCL rank table (site and hardware disagree): the same
     inputs would fail the same way, so the chain stops after one attempt, budget or not."""
     bad = {"config_errors": {"n1": "rank table: site and hardware disagree"}, "linger": {"n0": 143}}
-    assert h.run({"attempts": [bad, OK]}) is ExitCode.FAILED
+    assert h.run({"attempts": [bad, OK]}, env=FAIL_FAST) is ExitCode.FAILED
     assert h.ends() == [("config", "stop")] and h.agent_steps() == 1
     assert "configuration error on n1: rank table: site and hardware" in h.final()["reason"]
 
