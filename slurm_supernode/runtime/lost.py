@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import signal
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from slurm_supernode.errors import SlurmError
 from slurm_supernode.runtime import ledger
@@ -65,7 +65,7 @@ def record_lost_supervisor(job_dir: Path, rc: int, job_id: int, expedite: bool) 
     return reason
 
 
-def verdict_without_supervisor(chain: ledger.Chain, info: JobInfo | None) -> dict | None:
+def verdict_without_supervisor(chain: ledger.Chain, info: JobInfo | None) -> dict[str, Any] | None:
     """What Slurm's record of the chain's last job says when the ledger has no final record
     and no supervisor can write one: the job ended (its whole batch step died, so not even
     ``--lost`` ran), or it waits held (REQUEUE_HOLD, SPECIAL_EXIT) while its last attempt
