@@ -403,7 +403,7 @@ class Supervisor:
             infos = controller_jobs(self.cfg.job_id)
         except SlurmError:
             return False
-        return any(info.state.startswith("CANCELLED") for info in infos)
+        return any(info.state.base == "CANCELLED" for info in infos)
 
     def _failed_nodes(self, attempt: int) -> tuple[str, ...]:
         """Nodes with a rank that raised (``rank_failed``, written by the rank itself) or whose
