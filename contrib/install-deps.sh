@@ -13,14 +13,18 @@ fi
 # debootstrap, unshare/nsenter (util-linux) and ip (iproute2): the Slurm 24.11/26.05 clusters
 # (contrib/minicluster/build-root; their roots are built by `make test`, once).
 need=""
-for c in slurmctld munged sbatch lua5.1 debootstrap ip nsenter pgrep; do
+# runc: Slurm's OCI container support on the test cluster (minicluster up --containers); the
+# rest builds and runs pyxis + enroot from ../shared/vendor (contrib/minicluster/build-pyxis).
+for c in slurmctld munged sbatch lua5.1 debootstrap ip nsenter pgrep runc mksquashfs squashfuse \
+  makeself jq; do
   command -v "$c" >/dev/null || need=1
 done
 if [ -n "$need" ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends slurm-wlm munge lua5.1 debootstrap iproute2 \
-    util-linux procps >/dev/null
+    util-linux procps runc squashfs-tools squashfuse fuse3 libslurm-dev makeself libbsd-dev jq \
+    parallel pigz >/dev/null
 fi
 # CPU torch: 'torch==2.13.0' resolves to the CPU wheel kept on disk here (no multi-GB download).
 "$PY" -m pip install -q torch==2.13.0

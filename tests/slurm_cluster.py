@@ -51,8 +51,15 @@ class SlurmCluster:
 
     @property
     def up_args(self) -> list[str]:
-        """The minicluster options `up` needs to find this very cluster already up."""
-        return [*self.mc_args, "--topology", self.topology_option]
+        """The minicluster options `up` needs to find this very cluster already up (its
+        container runtimes as its shape records them)."""
+        try:
+            shape = (self.state_dir / "shape").read_text()
+        except OSError:
+            shape = ""
+        found = re.search(r"\bcontainers=(\S+)", shape)
+        extra = [f"--containers={found[1]}"] if found else []
+        return [*self.mc_args, "--topology", self.topology_option, *extra]
 
     def inside(self, *argv: str) -> list[str]:
         """argv that runs where the cluster's processes live (PIDs, /proc, host names)."""
@@ -109,6 +116,42 @@ def _why_not_available() -> str | None:
     return None
 
 
+def vendor_dir() -> Path | None:
+    """The vendored third-party sources (pyxis, enroot): $SNRUN_MC_VENDOR, else
+    ../shared/vendor beside the repository (as CI has it); None where neither exists."""
+    given = os.environ.get("SNRUN_MC_VENDOR")
+    path = Path(given) if given else MINICLUSTER.parents[2].parent / "shared" / "vendor"
+    return path if (path / "pyxis-0.24.0.tar.gz").is_file() else None
+
+
+def pyxis_missing() -> str | None:
+    """Why pyxis + enroot cannot be set up here (None: it can)."""
+    if vendor_dir() is None:
+        return "no vendored pyxis/enroot sources (../shared/vendor or $SNRUN_MC_VENDOR)"
+    need = {"mksquashfs": "squashfs-tools", "squashfuse": "squashfuse", "makeself": "makeself"}
+    for cmd, pkg in need.items():
+        if shutil.which(cmd) is None:
+            return f"{cmd} is not installed (apt-get install {pkg}; make install does)"
+    for path, pkg in (("/usr/include/slurm/spank.h", "libslurm-dev"), ("/dev/fuse", None)):
+        if not Path(path).exists():
+            return f"{path} is missing" + (f" (apt-get install {pkg})" if pkg else "")
+    return None
+
+
+def _container_args() -> list[str]:
+    """Container runtimes where they can run (the host's Slurm): Slurm OCI with runc installed,
+    pyxis + enroot where the vendored sources and build tools are. They only act on steps that
+    ask for a container (tests/integration/test_containers.py)."""
+    if wanted_slurm() not in ("host", "22.05"):
+        return []
+    runtimes = []
+    if shutil.which("runc"):
+        runtimes.append("oci")
+    if pyxis_missing() is None:
+        runtimes.append("pyxis")
+    return ["--containers=" + ",".join(runtimes)] if runtimes else []
+
+
 def _minicluster(*args: str) -> subprocess.CompletedProcess[str]:
     # `up` of 24.11/26.05 builds its Debian root the first time (1-3 min).
     timeout = 600 if args[0] == "up" else 120
@@ -128,7 +171,7 @@ def slurm_cluster() -> Iterator[SlurmCluster]:
     which = ["--slurm", wanted_slurm()]
     booted = _minicluster("status", *which).returncode != 0
     if booted:
-        up = _minicluster("up", *which, "--topology", wanted_topology())
+        up = _minicluster("up", *which, "--topology", wanted_topology(), *_container_args())
         if up.returncode != 0:
             why = up.stderr.strip() or up.stdout.strip()
             pytest.fail(f"minicluster up failed: {why}", pytrace=False)

@@ -24,6 +24,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     _sbatch_arguments(p.add_argument_group("sbatch-compatible"))
     _placement_arguments(p.add_argument_group("super nodes and placement"))
+    add_container_arguments(p)
     _snrun_arguments(p.add_argument_group("snrun"))
     p.add_argument("-m", dest="module", metavar="MODULE", help="run a module instead of a script")
     p.add_argument("program", nargs="?", metavar="SCRIPT", help="the training script")
@@ -129,6 +130,41 @@ def _snrun_arguments(j: argparse._ArgumentGroup) -> None:
         "-W", "--wait", action="store_true", help="wait for the job chain to end (like sbatch)"
     )
     j.add_argument("--json", action="store_true", help="with --dry-run: the plan as JSON")
+
+
+def add_container_arguments(p: argparse.ArgumentParser) -> None:
+    """pyxis' option names, for every runtime the site has (docs/containers.md)."""
+    c = p.add_argument_group("containers (torchrun and the ranks run in the image)")
+    c.add_argument(
+        "--container-image",
+        metavar="IMAGE",
+        help="pyxis: /abs/img.sqsh or [REGISTRY#]IMAGE[:TAG]; Slurm OCI: a bundle directory; "
+        "Apptainer: a .sif, a directory or docker://...",
+    )
+    c.add_argument(
+        "--container-mounts",
+        action="append",
+        metavar="SRC[:DST[:ro]],...",
+        help="more bind mounts (repeatable); the job directory is always mounted",
+    )
+    c.add_argument(
+        "--container-workdir", metavar="DIR", help="where torchrun starts inside (default: -D)"
+    )
+    c.add_argument(
+        "--container-env",
+        action="append",
+        metavar="NAME,...",
+        help="job variables that override the image's (repeatable)",
+    )
+    c.add_argument(
+        "--container-name", metavar="NAME", help="pyxis: a named container every restart reuses"
+    )
+    c.add_argument(
+        "--container-mount-home",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="mount the home directory (default: the runtime's)",
+    )
 
 
 def split_argv(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[list[str], list[str]]:
@@ -332,6 +368,12 @@ def spec_from_args(ns: argparse.Namespace) -> JobSpec:
         fork_workers=ns.fork_workers,
         workdir=ns.workdir,
         snapshot=ns.snapshot,
+        container_image=ns.container_image,
+        container_mounts=",".join(ns.container_mounts) if ns.container_mounts else None,
+        container_workdir=ns.container_workdir,
+        container_env=",".join(ns.container_env) if ns.container_env else None,
+        container_name=ns.container_name,
+        container_mount_home=ns.container_mount_home,
     )
 
 
@@ -411,6 +453,12 @@ def run(ns: argparse.Namespace) -> int:
     if ns.dry_run:
         preview = plan_preview(plan)
         preview["sbatch_directives"] = directives
+        node_lines: list[str] = []
+        if plan.inputs.container is not None:  # the agent's plan per node (costs a little)
+            from slurm_supernode.runtime.preview import node_command_lines, node_commands
+
+            preview["node_commands"] = node_commands(plan)
+            node_lines = node_command_lines(preview["node_commands"])
         if ns.json:
             print(json.dumps(preview, indent=2))
         else:
@@ -423,6 +471,12 @@ def run(ns: argparse.Namespace) -> int:
             print("# --- rank plan for an example allocation ---")
             for line in preview["plan_lines"]:
                 print(f"# {line}")
+            if node_lines:
+                print(
+                    "# --- what each node's agent runs (attempt 0; the agent stays on the host) ---"
+                )
+                for line in node_lines:
+                    print(f"# {line}")
         return 0
     try:
         job_id = submit_job(plan)

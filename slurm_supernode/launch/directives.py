@@ -40,6 +40,15 @@ KNOWN: dict[str, tuple[str, bool]] = {
     "-N": ("nodes", True),
     "--nodes": ("nodes", True),
     "--exclusive": ("exclusive", False),
+    # pyxis' names: snrun puts the training step in the image, never the batch script (which
+    # sbatch would do with these options where pyxis is installed)
+    "--container-image": ("container_image", True),
+    "--container-mounts": ("container_mounts", True),
+    "--container-workdir": ("container_workdir", True),
+    "--container-env": ("container_env", True),
+    "--container-name": ("container_name", True),
+    "--container-mount-home": ("container_mount_home", False),
+    "--no-container-mount-home": ("container_mount_home", False),
 }
 # sbatch options snrun sets itself, or that would break how it submits and restarts a job:
 # an #SBATCH line with one is refused, naming the line. option -> why.
@@ -183,6 +192,8 @@ def apply_directives(
         if given.get(d.field) is not None:
             continue  # the command line wins
         value: object = d.value
+        if d.field == "container_mount_home":
+            value = not d.option.startswith("--no-")
         if d.field == "nodes":
             try:
                 value = int(str(d.value))

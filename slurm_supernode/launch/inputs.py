@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from slurm_supernode.errors import JobError
+from slurm_supernode.launch.container import ContainerSpec
 from slurm_supernode.placement.model import Layout, RankMap
 from slurm_supernode.site.model import Site
 
@@ -53,6 +54,9 @@ class JobInputs:
     request: dict[str, Any]  # SbatchRequest.as_dict(), for resubmission and status
     # the code copy every attempt runs: {"dir", "source", "module"}; None: --no-snapshot
     snapshot: dict[str, Any] | None = None
+    # ContainerSpec.to_dict() of the training step's container; None: on the host. Optional
+    # in the file (plans written before containers existed have none).
+    container: dict[str, Any] | None = None
     schema: int = SCHEMA
     extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -82,11 +86,13 @@ class JobInputs:
         unknown = sorted(set(data) - set(names))
         if unknown:
             raise JobError(f"unknown key(s) in the job inputs: {', '.join(unknown)}", where=where)
-        missing = [n for n in names if n not in data and n != "schema"]
+        missing = [n for n in names if n not in data and n not in _OPTIONAL]
         if missing:
             raise JobError(f"missing key(s) in the job inputs: {', '.join(missing)}", where=where)
         values: dict[str, Any] = {}
         for name in names:
+            if name not in data:
+                continue
             value = data[name]
             if name == "program_argv" and isinstance(value, list):
                 value = tuple(value)
@@ -111,9 +117,18 @@ class JobInputs:
             raise JobError(f"cannot read the job inputs: {exc}", where=str(path)) from None
         return cls.from_dict(data, where=str(path))
 
+    def container_spec(self) -> ContainerSpec | None:
+        """The training step's container, checked; None: torchrun runs on the host."""
+        if self.container is None:
+            return None
+        return ContainerSpec.from_dict(self.container)
+
     def layout_obj(self) -> Layout:
         """The Layout; dp (and edp) are derived again from the hosts by the rank map."""
         return Layout.from_dict(self.layout)
+
+
+_OPTIONAL = ("schema", "container")
 
 
 def _is_a(value: Any, hint: Any) -> bool:

@@ -19,6 +19,7 @@ from slurm_supernode import __version__
 from slurm_supernode.errors import InputError, SlurmError
 from slurm_supernode.fsutil import expand_path, write_atomic, write_json_atomic
 from slurm_supernode.jobenv import parse_seconds
+from slurm_supernode.launch.container import ContainerSpec, resolve_container
 from slurm_supernode.launch.envmerge import merge_env
 from slurm_supernode.launch.inputs import FILE as INPUTS_FILE
 from slurm_supernode.launch.inputs import JobInputs
@@ -107,6 +108,13 @@ def plan_job(
     python = spec.launcher_python or sys.executable
     merged_env = {**site_env, **user_env}
     snapshot = plan_snapshot(spec.program, spec.module, workdir, job_dir, spec.snapshot)
+    container = resolve_container(
+        spec.container_request(),
+        site,
+        job_dir=job_dir,
+        workdir=workdir,
+        extra_paths=(str(snapshot.dest),) if snapshot else (),
+    )
     inputs = _job_inputs(
         spec,
         site,
@@ -117,6 +125,7 @@ def plan_job(
         snapshot=snapshot,
         workdir=workdir,
         python=python,
+        container=container,
     )
     context = template_context(inputs, job_dir, site_env, user_env)
     script = render_sbatch(context, spec.template, spec.blocks)
@@ -160,6 +169,7 @@ def _job_inputs(
     snapshot: SnapshotPlan | None,
     workdir: str,
     python: str,
+    container: ContainerSpec | None = None,
 ) -> JobInputs:
     """What the job reads at start (plan.json), derived from the request and the spec."""
     return JobInputs(
@@ -189,6 +199,7 @@ def _job_inputs(
             if snapshot
             else None
         ),
+        container=container.to_dict() if container else None,
     )
 
 

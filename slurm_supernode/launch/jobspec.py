@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass, field
 
 from slurm_supernode.errors import InputError
+from slurm_supernode.launch.container import ContainerRequest
 from slurm_supernode.placement.model import Layout
 
 _ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -53,6 +54,38 @@ class JobSpec:
     # allocation names them with --nodelist instead of --segment/--switches (Slurm 24.11
     # refuses --segment with a nodelist that spans blocks, and the list is exact anyway).
     pinned_nodes: str | None = None
+    # --container-*: torchrun and the ranks in an image (launch.container); None: not given
+    container_image: str | None = None
+    container_mounts: str | None = None
+    container_workdir: str | None = None
+    container_env: str | None = None
+    container_name: str | None = None
+    container_mount_home: bool | None = None
+
+    def container_request(self) -> ContainerRequest | None:
+        """The --container-* options as one request; None without an image (the other
+        options alone are refused: they would be ignored silently)."""
+        if self.container_image is None:
+            given = [
+                f"--container-{n.replace('_', '-')}"
+                for n in ("mounts", "workdir", "env", "name", "mount_home")
+                if getattr(self, f"container_{n}") is not None
+            ]
+            if given:
+                raise InputError(
+                    f"{given[0]} without --container-image",
+                    where=given[0],
+                    hint="give the image with --container-image (or #SBATCH --container-image)",
+                )
+            return None
+        return ContainerRequest(
+            image=self.container_image,
+            mounts=self.container_mounts,
+            workdir=self.container_workdir,
+            env=self.container_env,
+            name=self.container_name,
+            mount_home=self.container_mount_home,
+        )
 
     @property
     def name(self) -> str:

@@ -14,7 +14,7 @@ import dataclasses
 import json
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,8 @@ from slurm_supernode.errors import InputError, JobError, SnrunError
 from slurm_supernode.forensics.env import forensics_env, installed_torch
 from slurm_supernode.fsutil import write_json_atomic
 from slurm_supernode.jobenv import JobEnvironment
+from slurm_supernode.launch.container import ContainerSpec
+from slurm_supernode.launch.container_render import ContainerLaunch
 from slurm_supernode.launch.inputs import JobInputs, load_inputs, rank_map_for_job
 from slurm_supernode.launch.request import whole_supernode_problems
 from slurm_supernode.placement.model import RankMap
@@ -205,6 +207,109 @@ def _record_launch(launch: AgentLaunch, job_dir: Path, hostname: str, attempt: i
     )
 
 
+def container_launch(
+    spec: ContainerSpec,
+    launch: AgentLaunch,
+    inputs: JobInputs,
+    job_dir: Path,
+    environ: Mapping[str, str],
+    hostname: str,
+) -> ContainerLaunch:
+    """Write this node's container files (enter script, OCI bundle) and return what to run:
+    torchrun inside the job's container, the agent on the host."""
+    from slurm_supernode.forensics.env import ERROR_HOOK_DIR
+    from slurm_supernode.fsutil import write_atomic
+    from slurm_supernode.runtime.container_launch import (
+        plan_container_launch,
+        read_image_config,
+    )
+
+    try:
+        names = list(json.loads((job_dir / "env.json").read_text()))
+    except (OSError, ValueError):
+        names = []
+    job_env = JobEnvironment.from_environ(environ)
+    plan = plan_container_launch(
+        spec,
+        launch.argv,
+        launch.env,
+        base_env=environ,
+        names=names,
+        job_dir=job_dir,
+        hostname=hostname,
+        attempt=job_env.attempt,
+        job_id=job_env.job_id or 0,
+        vendor=inputs.vendor,
+        extra_mounts=[f"{ERROR_HOOK_DIR}:{ERROR_HOOK_DIR}:ro"],
+        image_config=read_image_config(spec),
+        home=environ.get("HOME"),
+    )
+    for folder in plan.dirs:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+    for path, text in plan.files.items():
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(Path(path), text)
+    print(
+        f"snrun: {hostname}: torchrun in {spec.runtime} container {spec.image}",
+        file=sys.stderr,
+        flush=True,
+    )
+    return plan
+
+
+def runtime_error(stderr_tail: str, code: int) -> str:
+    """The container runtime's last words (one line), for the ledger and ``snrun status``."""
+    lines = [line.strip() for line in stderr_tail.splitlines() if line.strip()]
+    lines = [line for line in lines if not line.startswith("srun: error:")] or lines
+    return (lines[-1] if lines else f"exit code {code}")[:300]
+
+
+def torchrun_pids(log_dir: str) -> list[int]:
+    """torchrun's process(es) of this node and attempt, found by its ``--log-dir`` (unique per
+    node and attempt): in a container it is no child of the agent, but without a PID namespace
+    its host PID is visible here."""
+    marker = f"--log-dir={log_dir}".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                args = fh.read().split(b"\0")
+        except OSError:
+            continue
+        if marker in args and b"torch.distributed.run" in args:
+            found.append(int(entry))
+    return found
+
+
+def _run_torchrun(
+    launch: AgentLaunch,
+    inputs: JobInputs,
+    job_dir: Path,
+    environ: Mapping[str, str],
+    hostname: str,
+    log_dir: str,
+) -> tuple[int, str, dict[str, object]]:
+    """Run torchrun, on the host or in the job's container: (exit code, stderr tail, extra
+    ledger fields: ``container_failed`` when the container never started)."""
+    cpu_mark = Path(log_dir) / "cpu"  # progress for hang detection
+    container = inputs.container_spec()
+    if container is None:
+        code, tail = run_child(
+            launch.argv, launch.env, shield_launcher=inputs.fork_workers, cpu_mark=cpu_mark
+        )
+        return code, tail, {}
+    plan = container_launch(container, launch, inputs, job_dir, environ, hostname)
+    code, tail = run_child(
+        plan.argv, environ, cpu_mark=cpu_mark, launcher=lambda: torchrun_pids(log_dir)
+    )
+    if code != 0 and not os.path.exists(plan.started):
+        # the enter script never ran: the image or the runtime failed, not the training
+        return code, tail, {"container_failed": True, "error": runtime_error(tail, code)}
+    return code, tail, {}
+
+
 def run_agent(
     job_dir: Path,
     environ: Mapping[str, str] | None = None,
@@ -247,15 +352,14 @@ def run_agent(
     launch.env.update({"SNRUN_JOB_DIR": str(job_dir), "SNRUN_NODE": hostname})
     _record_launch(launch, job_dir, hostname, attempt)
     os.chdir(inputs.workdir or os.getcwd())
-    cpu_mark = node_log_dir(job_dir, attempt, hostname) / "cpu"  # progress for hang detection
-    code, stderr_tail = run_child(
-        launch.argv, launch.env, shield_launcher=inputs.fork_workers, cpu_mark=cpu_mark
-    )
+    log_dir = str(node_log_dir(job_dir, attempt, hostname))
+    code, stderr_tail, extra = _run_torchrun(launch, inputs, job_dir, environ, hostname, log_dir)
     from slurm_supernode.runtime import ledger
     from slurm_supernode.runtime.torchrun_report import parse_failures
 
-    ranks = parse_failures(stderr_tail) if code else []
-    extra = {"ranks": ranks} if ranks else {}
+    ranks = parse_failures(stderr_tail) if code and not extra else []
+    if ranks:
+        extra["ranks"] = ranks
     ledger.append(
         job_dir,
         "node_exit",
@@ -385,6 +489,7 @@ def run_child(
     *,
     shield_launcher: bool = False,
     cpu_mark: Path | None = None,
+    launcher: Callable[[], list[int]] | None = None,
 ) -> tuple[int, str]:
     """Run torchrun as a child and forward signals: TERM/INT/HUP to torchrun (it stops its
     workers), USR1/USR2 to the training processes only (torchrun would die of them). Returns the
@@ -394,7 +499,10 @@ def run_child(
     of the step, torchrun included; torchrun dies of SIGUSR2, and workers forked from it die
     with it (they are set to get SIGINT when their parent dies) before they checkpoint. So
     torchrun starts with USR1/USR2 ignored; its forked workers inherit that until the script
-    installs its own handler (a script without one keeps running instead of dying)."""
+    installs its own handler (a script without one keeps running instead of dying).
+
+    ``launcher``: where torchrun is no descendant of the child (in a container started by an
+    srun step), the PIDs of torchrun; USR1/USR2 and the CPU watch go to what runs below it."""
     import signal
     import subprocess
 
@@ -410,8 +518,14 @@ def run_child(
     def to_launcher(signum: int, _frame: object) -> None:
         proc.send_signal(signum)
 
+    def roots() -> list[int]:
+        return launcher() if launcher is not None else [proc.pid]
+
+    def below() -> list[int]:
+        return [pid for root in roots() for pid in _descendants(root)]
+
     def to_workers(signum: int, _frame: object) -> None:
-        for pid in _descendants(proc.pid):
+        for pid in below():
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signum)
 
@@ -424,7 +538,7 @@ def run_child(
         from slurm_supernode.forensics.hang import start_cpu_watch
 
         # torchrun too: with forked workers it imports torch before any worker exists
-        watch = start_cpu_watch(lambda: [proc.pid, *_descendants(proc.pid)], cpu_mark)
+        watch = start_cpu_watch(lambda: [proc.pid, *roots(), *below()], cpu_mark)
     code = proc.wait()
     if watch is not None:
         watch.set()

@@ -21,6 +21,7 @@ class Cause(enum.Enum):
     PREEMPTION = "preemption"
     TIME_LIMIT = "time_limit"
     HEALTH = "health"
+    CONTAINER = "container"  # the job's container did not start on any node: no restart
     CANCELLED = "cancelled"
     SUPERVISOR_LOST = "supervisor"  # the supervisor itself died (SIGKILL, OOM): no verdict
     CONFIG = "config"  # a configuration error (e.g. the HCCL rank table): a rerun repeats it
@@ -82,6 +83,8 @@ class AttemptResult:
     failed_first: Sequence[str] = ()
     config_errors: Mapping[str, str] = field(default_factory=dict)  # node -> the error
     rank_errors: Mapping[str, str] = field(default_factory=dict)  # node -> "rank R: Type: msg"
+    # nodes whose container did not start -> the runtime's reason
+    container_failed: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -123,6 +126,17 @@ def classify(result: AttemptResult) -> tuple[Cause, tuple[str, ...], str]:
         return Cause.SUCCESS, (), "all nodes exited 0"
     missing = tuple(h for h in result.hosts if h not in result.node_exits)
     bad = tuple(dict.fromkeys([*result.bad_nodes, *missing]))
+    if result.container_failed and not result.bad_nodes:
+        failed_nodes = sorted(result.container_failed)
+        why = result.container_failed[failed_nodes[0]]
+        if set(failed_nodes) >= set(result.hosts):  # the image, not a node: a restart repeats it
+            return Cause.CONTAINER, (), f"the container did not start on any node: {why}"
+        # some nodes only: those nodes (their image cache, runtime, mounts) are the problem
+        return (
+            Cause.NODE_FAILURE,
+            tuple(failed_nodes),
+            f"the container did not start on {','.join(failed_nodes)}: {why}",
+        )
     if result.hung:
         return Cause.HANG, (), "no progress within the hang timeout: step stopped"
     if result.failed_first and not result.bad_nodes:
@@ -152,6 +166,7 @@ _ON_FAILURE = {
     Cause.HEALTH: Action.REQUEUE,
     Cause.TIME_LIMIT: Action.REQUEUE,
     Cause.PREEMPTION: Action.STOP,
+    Cause.CONTAINER: Action.STOP,
     Cause.CANCELLED: Action.STOP,
 }
 

@@ -81,6 +81,8 @@ class Attempt:
     config_errors: dict[str, str] = field(default_factory=dict)
     # node -> "rank R: Type: message" of its first rank that raised (rank_failed, by the rank)
     rank_errors: dict[str, str] = field(default_factory=dict)
+    # nodes whose container did not start -> why (the runtime's last words)
+    container_failed: dict[str, str] = field(default_factory=dict)
     cause: str | None = None
     action: str | None = None
     detail: str | None = None
@@ -121,6 +123,8 @@ def fold(records: list[dict[str, Any]] | Iterator[dict[str, Any]]) -> Chain:
             a.ranks += [{"node": node, **r} for r in rec.get("ranks") or () if isinstance(r, dict)]
             if rec.get("config_error"):
                 a.config_errors[node] = str(rec.get("error") or "configuration error")
+            if rec.get("container_failed"):
+                a.container_failed[node] = str(rec.get("error") or "")
         elif ev == "rank_failed":
             node = str(rec.get("node", "?"))
             a.rank_errors.setdefault(node, f"rank {rec.get('rank')}: {rec.get('error')}")

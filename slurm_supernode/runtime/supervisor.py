@@ -236,6 +236,7 @@ class Supervisor:
         last = self._chain().attempts[-1]
         node_exits = last.node_exits
         return AttemptResult(
+            container_failed=dict(last.container_failed),
             step_exit=rc,
             node_exits=node_exits,
             hosts=hosts,

@@ -7,9 +7,11 @@ import yaml
 
 from slurm_supernode.site.build_settings import SettingsBuilder
 from slurm_supernode.site.build_supernodes import SupernodeBuilder
+from slurm_supernode.site.containers import parse_containers
 from slurm_supernode.site.model import (
     VENDORS,
     BenchSettings,
+    ContainerSettings,
     DoctorSettings,
     PathSettings,
     Site,
@@ -33,6 +35,7 @@ TOP_KEYS = (
     "doctor",
     "imex_channels",
     "restarts",
+    "containers",
 )
 
 
@@ -68,6 +71,11 @@ class SiteBuilder(SupernodeBuilder, SettingsBuilder):
             else False
         )
         restarts = self._restarts(top["restarts"][1]) if "restarts" in top else ()
+        containers = (
+            parse_containers(self, top["containers"][1])
+            if "containers" in top
+            else ContainerSettings()
+        )
         if supernodes is None:
             return None
         return Site(
@@ -82,6 +90,7 @@ class SiteBuilder(SupernodeBuilder, SettingsBuilder):
             doctor=doctor,
             imex_channels=bool(imex),
             restarts=restarts,
+            containers=containers,
             source=self.file,
         )
 

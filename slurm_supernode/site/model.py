@@ -176,6 +176,22 @@ class PathSettings:
     state_dir: str = "~/.snrun"  # small registries (bench schedules)
 
 
+# Container runtimes snrun renders for (docs/containers.md); "none": the site has none.
+CONTAINER_RUNTIMES = ("pyxis", "oci", "apptainer")
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerSettings:
+    """``containers:``: which runtime the site has and what every container gets."""
+
+    runtime: str = "none"  # one of CONTAINER_RUNTIMES, or "none": --container-image refused
+    python: str = "python3"  # the interpreter inside images that runs torchrun
+    image_dir: str = ""  # where images are kept: relative --container-image names resolve here
+    mounts: tuple[str, ...] = ()  # SRC:DST[:ro] added to every container (after the vendor's)
+    vendor_mounts: bool = True  # the vendor's device/driver mounts, where a node has them
+    env: tuple[str, ...] = ()  # variables always passed from the job into the container
+
+
 @dataclass(frozen=True)
 class Site:
     """A whole site: super nodes in physical order plus how to talk to Slurm and the fabric."""
@@ -192,6 +208,7 @@ class Site:
     # Multi-node NVLink (NVL72): nodes need IMEX channel devices (/dev/nvidia-caps-imex-channels)
     imex_channels: bool = False
     restarts: tuple[tuple[str, int], ...] = ()  # (cause, budget): the site's defaults
+    containers: ContainerSettings = ContainerSettings()
     source: str | None = None  # file it was loaded from
     _by_host: dict[str, Node] = field(init=False, repr=False, compare=False)
     _by_sn: dict[str, SuperNode] = field(init=False, repr=False, compare=False)

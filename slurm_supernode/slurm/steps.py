@@ -42,6 +42,18 @@ def overlap_argv(
     return argv
 
 
+def node_step_command(
+    job_id: int | str, node: str, options: Sequence[str], command: Sequence[str]
+) -> list[str]:
+    """A one-task step on ``node`` of running job ``job_id`` beside the agent's own step
+    (``--overlap``), started by that agent: how torchrun enters a pyxis or Slurm OCI container
+    (``options``) while the agent stays on the host. ``--export=NONE``: the container keeps
+    the image's environment (PATH, LD_LIBRARY_PATH...); the agent passes what the ranks need
+    through the container's enter script. One task: the step's exit code is torchrun's."""
+    head = overlap_argv(job_id, node, 1, kill_on_bad_exit=True)  # type: ignore[arg-type]
+    return [*head, "--export=NONE", "--quiet", *options, *command]
+
+
 def start_step(argv: Sequence[str], env: Mapping[str, str]) -> subprocess.Popen[bytes]:
     """Start a step in the background; a missing srun is a SlurmError (NOT_INSTALLED)."""
     try:

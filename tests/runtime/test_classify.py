@@ -115,9 +115,33 @@ def test_every_failure_cause_has_an_action_and_success_is_complete() -> None:
             C.PREEMPTION: result(signal=StopSignal.TERM),
             C.TIME_LIMIT: result(signal=StopSignal.USR2),
             C.HEALTH: result(health_failed=["n0"]),
+            C.CONTAINER: result(
+                step_exit=1,
+                node_exits={h: 1 for h in HOSTS},
+                container_failed=dict.fromkeys(HOSTS, "x"),
+            ),
         }.get(cause)
         if r is None:
             continue  # CANCELLED is recorded by `snrun cancel`, never classified
         d = decide(r, hist, default_budgets())
         assert d.cause is cause and isinstance(d.action, Action)
     assert decide(result(), [], default_budgets()).action is A.COMPLETE
+
+
+def test_a_container_that_starts_nowhere_stops_and_on_some_nodes_blames_them() -> None:
+    """The image cannot start: a restart would only repeat it. Some nodes only: their runtime,
+    image cache or mounts are the problem, so they are excluded like lost nodes."""
+    why = "runc run failed: exec: /bin/sh: no such file"
+    everywhere = result(
+        step_exit=1, node_exits={h: 1 for h in HOSTS}, container_failed=dict.fromkeys(HOSTS, why)
+    )
+    d = decide(everywhere, [], default_budgets(3))
+    assert (d.cause, d.action) == (C.CONTAINER, A.STOP) and why in d.detail
+    two = result(
+        step_exit=1,
+        node_exits={"n0": 1, "n1": 1, "n2": 143, "n3": 143},
+        container_failed={"n1": why, "n0": why},
+    )
+    d = decide(two, [], default_budgets(3))
+    assert (d.cause, d.action, d.exclude) == (C.NODE_FAILURE, A.REQUEUE, ("n0", "n1"))
+    assert "did not start on n0,n1" in d.detail

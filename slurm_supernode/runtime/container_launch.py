@@ -1,0 +1,81 @@
+"""The agent's torchrun, put into the job's container (``launch.container``). Pure planning:
+the agent writes the files and runs the argv (``runtime.agent``); ``--dry-run`` shows it."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from slurm_supernode.launch.container import ContainerSpec
+from slurm_supernode.launch.container_render import (
+    ContainerLaunch,
+    apptainer_prefix,
+    enter_script,
+    inner_argv,
+    node_mounts,
+    oci_bundle_config,
+    passed_env,
+    pyxis_options,
+)
+from slurm_supernode.slurm.steps import node_step_command
+
+CONTAINER_DIR = "container"  # in the job directory: enter scripts and OCI bundles
+
+
+def plan_container_launch(
+    spec: ContainerSpec,
+    torchrun_argv: list[str],
+    env: Mapping[str, str],
+    *,
+    base_env: Mapping[str, str],
+    names: Iterable[str],
+    job_dir: Path,
+    hostname: str,
+    attempt: int,
+    job_id: int,
+    vendor: str,
+    extra_mounts: Iterable[str] = (),
+    image_config: Mapping[str, Any] | None = None,
+    home: str | None = None,
+    exists: Callable[[str], bool] = os.path.exists,
+) -> ContainerLaunch:
+    """``torchrun_argv`` is the bare-metal one (``PYTHON -m torch.distributed.run ...``): its
+    python is replaced by the image's. ``names``: variables to pass besides snrun's own (the
+    site's and the user's env); ``image_config``: the OCI image's config.json."""
+    if extra_mounts:
+        spec = dataclasses.replace(spec, mounts=(*spec.mounts, *extra_mounts))
+    mounts = node_mounts(spec, exists)
+    base = job_dir / CONTAINER_DIR / f"{hostname}.{attempt}"
+    enter, started = f"{base}.enter.sh", f"{base}.started"
+    passed = passed_env(env, base_env, [*spec.env, *names])
+    files = {enter: enter_script(passed, spec.workdir, started)}
+    inner = inner_argv(enter, spec.python, list(torchrun_argv[1:]))
+    shown = tuple(m.spec() for m in mounts)
+    if spec.runtime == "pyxis":
+        argv = node_step_command(job_id, hostname, pyxis_options(spec, mounts), inner)
+        return ContainerLaunch(argv, True, files, (), shown, started)
+    if spec.runtime == "oci":
+        config = oci_bundle_config(image_config or {}, spec, mounts, home)
+        files[f"{base}/config.json"] = json.dumps(config, indent=2) + "\n"
+        argv = node_step_command(job_id, hostname, [f"--container={base}"], inner)
+        return ContainerLaunch(argv, True, files, (f"{base}/rootfs",), shown, started)
+    argv = [*apptainer_prefix(spec, mounts, vendor), *inner]
+    return ContainerLaunch(argv, False, files, (), shown, started)
+
+
+def read_image_config(spec: ContainerSpec) -> dict[str, Any] | None:
+    """The OCI image's config.json (checked at submit; a node that cannot read it fails the
+    attempt with the reason). None for the other runtimes."""
+    if spec.runtime != "oci":
+        return None
+    from slurm_supernode.errors import JobError
+
+    path = Path(spec.image, "config.json")
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise JobError(f"cannot read the image's config.json: {exc}", where=str(path)) from None
