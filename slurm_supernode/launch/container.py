@@ -61,13 +61,12 @@ class ContainerSpec:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], where: str = "plan.json") -> ContainerSpec:
+        values: dict[str, Any] = {
+            k: tuple(v) if k in ("mounts", "optional_mounts", "env") else v
+            for k, v in data.items()
+        }
         try:
-            spec = cls(
-                **{
-                    k: tuple(v) if k in ("mounts", "optional_mounts", "env") else v
-                    for k, v in data.items()
-                }
-            )
+            spec = cls(**values)
         except TypeError as exc:
             raise JobError(f"bad container in the job inputs: {exc}", where=where) from None
         if spec.runtime not in CONTAINER_RUNTIMES or not spec.image or not spec.python:

@@ -76,6 +76,7 @@ def read_image_config(spec: ContainerSpec) -> dict[str, Any] | None:
 
     path = Path(spec.image, "config.json")
     try:
-        return json.loads(path.read_text())
+        config: dict[str, Any] = json.loads(path.read_text())
+        return config
     except (OSError, ValueError) as exc:
         raise JobError(f"cannot read the image's config.json: {exc}", where=str(path)) from None
