@@ -62,8 +62,7 @@ class ContainerSpec:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], where: str = "plan.json") -> ContainerSpec:
         values: dict[str, Any] = {
-            k: tuple(v) if k in ("mounts", "optional_mounts", "env") else v
-            for k, v in data.items()
+            k: tuple(v) if k in ("mounts", "optional_mounts", "env") else v for k, v in data.items()
         }
         try:
             spec = cls(**values)
