@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from slurm_supernode.cli.layout_args import add_layout_arguments, layout_from_args
 from slurm_supernode.cli.options import (
@@ -15,6 +16,9 @@ from slurm_supernode.cli.options import (
 )
 from slurm_supernode.launch.directives import Directive
 from slurm_supernode.launch.jobspec import JobSpec, parse_env_items
+
+if TYPE_CHECKING:
+    from slurm_supernode.launch.job import JobPlan
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -423,14 +427,11 @@ def _check_input_file(path: str, option: str, *, must_be_path: bool) -> None:
 
 
 def run(ns: argparse.Namespace) -> int:
-    import json
-
     from slurm_supernode.errors import InputError, SlurmError
     from slurm_supernode.launch.directives import blame_line, directive_notices
     from slurm_supernode.launch.facts import gather_facts
     from slurm_supernode.launch.job import plan_job, submit_job
     from slurm_supernode.launch.jobdir import jobs_root
-    from slurm_supernode.launch.preview import plan_preview
     from slurm_supernode.launch.syntax import check_job_values
     from slurm_supernode.site.loader import load_site
 
@@ -451,32 +452,7 @@ def run(ns: argparse.Namespace) -> int:
     for notice in [*directive_notices(found, spec.program), *plan.request.notices]:
         print(f"snrun: {notice}", file=sys.stderr)
     if ns.dry_run:
-        preview = plan_preview(plan)
-        preview["sbatch_directives"] = directives
-        node_lines: list[str] = []
-        if plan.inputs.container is not None:  # the agent's plan per node (costs a little)
-            from slurm_supernode.runtime.preview import node_command_lines, node_commands
-
-            preview["node_commands"] = node_commands(plan)
-            node_lines = node_command_lines(preview["node_commands"])
-        if ns.json:
-            print(json.dumps(preview, indent=2))
-        else:
-            print(plan.script, end="")
-            if directives:
-                print(f"\n# --- #SBATCH lines of {spec.program} (the command line wins) ---")
-                print("# " + " ".join(directives))
-            print("\n# --- sbatch command (dry run: nothing submitted) ---")
-            print("# " + preview["sbatch_command"])
-            print("# --- rank plan for an example allocation ---")
-            for line in preview["plan_lines"]:
-                print(f"# {line}")
-            if node_lines:
-                print(
-                    "# --- what each node's agent runs (attempt 0; the agent stays on the host) ---"
-                )
-                for line in node_lines:
-                    print(f"# {line}")
+        _print_dry_run(plan, spec.program, directives, as_json=ns.json)
         return 0
     try:
         job_id = submit_job(plan)
@@ -493,3 +469,36 @@ def run(ns: argparse.Namespace) -> int:
     final = wait_chain(plan.job_dir, job_id)
     print(f"snrun: job chain {final.get('state')}: {final.get('reason') or ''}", file=sys.stderr)
     return 0 if final.get("state") == "COMPLETED" else 1
+
+
+def _print_dry_run(plan: JobPlan, program: str, directives: list[str], *, as_json: bool) -> None:
+    """What a submission would do: the script, the sbatch command, the rank plan and, with a
+    container, what each node's agent runs."""
+    import json
+
+    from slurm_supernode.launch.preview import plan_preview
+
+    preview = plan_preview(plan)
+    preview["sbatch_directives"] = directives
+    node_lines: list[str] = []
+    if plan.inputs.container is not None:  # the agent's plan per node (costs a little)
+        from slurm_supernode.runtime.preview import node_command_lines, node_commands
+
+        preview["node_commands"] = node_commands(plan)
+        node_lines = node_command_lines(preview["node_commands"])
+    if as_json:
+        print(json.dumps(preview, indent=2))
+    else:
+        print(plan.script, end="")
+        if directives:
+            print(f"\n# --- #SBATCH lines of {program} (the command line wins) ---")
+            print("# " + " ".join(directives))
+        print("\n# --- sbatch command (dry run: nothing submitted) ---")
+        print("# " + preview["sbatch_command"])
+        print("# --- rank plan for an example allocation ---")
+        for line in preview["plan_lines"]:
+            print(f"# {line}")
+        if node_lines:
+            print("# --- what each node's agent runs (attempt 0; the agent stays on the host) ---")
+            for line in node_lines:
+                print(f"# {line}")

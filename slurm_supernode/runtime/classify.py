@@ -126,17 +126,9 @@ def classify(result: AttemptResult) -> tuple[Cause, tuple[str, ...], str]:
         return Cause.SUCCESS, (), "all nodes exited 0"
     missing = tuple(h for h in result.hosts if h not in result.node_exits)
     bad = tuple(dict.fromkeys([*result.bad_nodes, *missing]))
-    if result.container_failed and not result.bad_nodes:
-        failed_nodes = sorted(result.container_failed)
-        why = result.container_failed[failed_nodes[0]]
-        if set(failed_nodes) >= set(result.hosts):  # the image, not a node: a restart repeats it
-            return Cause.CONTAINER, (), f"the container did not start on any node: {why}"
-        # some nodes only: those nodes (their image cache, runtime, mounts) are the problem
-        return (
-            Cause.NODE_FAILURE,
-            tuple(failed_nodes),
-            f"the container did not start on {','.join(failed_nodes)}: {why}",
-        )
+    container = _container_cause(result)
+    if container is not None:
+        return container
     if result.hung:
         return Cause.HANG, (), "no progress within the hang timeout: step stopped"
     if result.failed_first and not result.bad_nodes:
@@ -156,6 +148,22 @@ def classify(result: AttemptResult) -> tuple[Cause, tuple[str, ...], str]:
     if missing:
         return Cause.NODE_FAILURE, missing, f"no agent reported from {','.join(missing)}"
     return Cause.APP_ERROR, (), f"step exited {result.step_exit}"
+
+
+def _container_cause(result: AttemptResult) -> tuple[Cause, tuple[str, ...], str] | None:
+    """A container that did not start: on every node the image is the cause (a restart
+    repeats it); on some nodes only, those nodes (image cache, runtime, mounts) are."""
+    if not result.container_failed or result.bad_nodes:
+        return None
+    failed_nodes = sorted(result.container_failed)
+    why = result.container_failed[failed_nodes[0]]
+    if set(failed_nodes) >= set(result.hosts):
+        return Cause.CONTAINER, (), f"the container did not start on any node: {why}"
+    return (
+        Cause.NODE_FAILURE,
+        tuple(failed_nodes),
+        f"the container did not start on {','.join(failed_nodes)}: {why}",
+    )
 
 
 # What each failure class calls for when its budget allows.
