@@ -3,7 +3,7 @@ PYTHON ?= python3
 export PATH := $(PATH):/usr/sbin:/sbin
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 
-.PHONY: install demo test test-slurm lint format unit integration roots bench cluster-up cluster-down clean
+.PHONY: install demo test test-slurm test-scale bench-sched lint format unit integration roots bench cluster-up cluster-down clean
 
 # Integration runs: which Slurm (host = this machine's, 22.05 on Debian 12; 24.11 and 26.05 run
 # from Debian roots in namespaces, see contrib/minicluster/README.md) and which topology.
@@ -41,7 +41,7 @@ roots:  ## build (once) the Debian roots of Slurm 24.11 (trixie) and 26.05 (fork
 integration:  ## the slurm-marked tests on one cluster: make integration SLURM=24.11 TOPOLOGY=block
 	SNRUN_SLURM=$(SLURM) SNRUN_TOPOLOGY=$(TOPOLOGY) SNRUN_MC_EXPEDITED_REQUEUE=$(EXPEDITE) \
 	  SNRUN_MC_ACCOUNTING=$(ACCOUNTING) \
-	  $(PYTHON) -m pytest -q -m slurm
+	  $(PYTHON) -m pytest -q -m "slurm and not scale"
 
 # What CI runs: lint, the unit tests once, the integration tests on 22.05 (tree) and on
 # 24.11 (block, with slurmdbd accounting). ~30 min on 2 cores.
@@ -56,6 +56,21 @@ test: install lint
 test-slurm: install
 	$(MC) build --slurm 26.05
 	$(MAKE) --no-print-directory integration SLURM=26.05 TOPOLOGY=yaml EXPEDITE=1 ACCOUNTING=1
+
+# Rack scale (not in make test: ~10 min per version on 2 cores): 8 super nodes x 18 trays
+# (16 used + 2 spare, 4 GPUs each) with job_submit.lua, on 22.05/tree and 24.11/block (and on
+# 26.05/yaml where its root is built: make test-scale SCALE_VERSIONS="host:tree 26.05:yaml").
+SCALE_VERSIONS ?= host:tree 24.11:block
+SCALE_SHAPE := SNRUN_MC_SUPERNODES=8 SNRUN_MC_NODES_PER_SUPERNODE=18 SNRUN_MC_SPARES=2 \
+  SNRUN_MC_GPUS=4 SNRUN_MC_JOB_SUBMIT_LUA=1 SNRUN_MC_TIMEOUT=120
+test-scale: install
+	@for vt in $(SCALE_VERSIONS); do \
+	  v=$${vt%%:*}; t=$${vt#*:}; \
+	  [ "$$v" = host ] || $(MC) build --slurm $$v || exit 1; \
+	  echo "== test-scale: Slurm $$v, topology $$t"; \
+	  $(SCALE_SHAPE) SNRUN_SLURM=$$v SNRUN_TOPOLOGY=$$t \
+	    $(PYTHON) -m pytest -q -m scale tests/integration/scale || exit 1; \
+	done
 
 bench: install
 	bash bench/run_all.sh

@@ -108,12 +108,11 @@ def plan_doctor(
         sbatch_args=tuple(sbatch_args),
         **size,
     )
-    plan = plan_job(spec, sub_site, facts, jobs_root=jobs_root, stamp=stamp, token=token)
-    if job.supernodes and not plan.request.heterogeneous:
+    if job.supernodes:
+        # one allocation (block/switches) is pinned to the named super nodes, spares left out
         hosts = fold(h for sn in sub_site.supernodes for h in sn.hostnames)
-        spec = dataclasses.replace(spec, sbatch_args=(*spec.sbatch_args, f"--nodelist={hosts}"))
-        plan = plan_job(spec, sub_site, facts, jobs_root=jobs_root, stamp=stamp, token=token)
-    return plan
+        spec = dataclasses.replace(spec, pinned_nodes=hosts)
+    return plan_job(spec, sub_site, facts, jobs_root=jobs_root, stamp=stamp, token=token)
 
 
 def step_env(plan: JobPlan, hosts: tuple[str, ...]) -> dict[str, str]:

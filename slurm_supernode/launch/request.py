@@ -95,6 +95,18 @@ def block_ready(facts: ClusterFacts) -> bool:
     return facts.supports_segment and has_block
 
 
+def _pin(nodelist: str, pool: list[SuperNode], size: int) -> str:
+    """The option that puts a job of len(pool) * size nodes on exactly the pool's super nodes:
+    their nodelist when the job takes every node, else (spare nodes held back: a nodelist
+    longer than --nodes is refused, `invalid number of nodes (-N 18-16)`) a count per super
+    node feature, `--constraint=[sn0*16&sn1*16]`."""
+    if all(len(sn.nodes) == size for sn in pool):
+        return f"--nodelist={nodelist}"
+    if len(pool) == 1:
+        return f"--constraint={pool[0].feature}"
+    return "--constraint=[" + "&".join(f"{sn.feature}*{size}" for sn in pool) + "]"
+
+
 def resolve_strategy(site: Site, facts: ClusterFacts | None) -> tuple[str, list[str]]:
     """The strategy to use; ``auto`` is decided from the running Slurm, never assumed."""
     wanted = site.slurm.strategy
@@ -306,8 +318,10 @@ def _components(
         comp = (f"--nodes={size}", f"--constraint=[{feats}]", *alloc)
         return [comp] * k, k * size, k
     if spec.pinned_nodes:
-        # block/switches on named super nodes: the list is exact; no --segment/--switches.
-        return [(f"--nodes={k * size}", f"--nodelist={spec.pinned_nodes}", *alloc)], k * size, k
+        # block/switches on named super nodes: no --segment/--switches (24.11 refuses
+        # --segment with a nodelist across blocks); the pin itself is exact.
+        pin = _pin(spec.pinned_nodes, choice.pool, size)
+        return [(f"--nodes={k * size}", pin, *alloc)], k * size, k
     if strategy == "block":
         # --exclusive=topo (with --segment since 24.05): no other job in the job's blocks, so a
         # super node's spare nodes stay free for this job's requeue (measured on 24.11: a job

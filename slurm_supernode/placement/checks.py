@@ -387,7 +387,7 @@ def _divides_supernode(rm: RankMap, site: Site) -> Check:
     # the blocks of ranks the inner groups fill: tp x cp (dense) and etp x ep (expert)
     inner = math.lcm(lay.tp * lay.cp, lay.expert_tp * lay.ep)
     sizes = sorted(
-        {len(site.supernode(sn).nodes) * nproc for sn in {n.supernode for n in rm.nodes}}
+        {site.supernode(sn).job_size * nproc for sn in {n.supernode for n in rm.nodes}}
     )
     bad = [s for s in sizes if s % inner]
     detail = (
@@ -400,8 +400,9 @@ def _divides_supernode(rm: RankMap, site: Site) -> Check:
 
 
 def _whole_supernodes(rm: RankMap, site: Site) -> Check:
+    """Whole = at least the nodes a job takes of it (all but its spares: 16 of 18 trays)."""
     used = Counter(n.supernode for n in rm.nodes)
-    partial = sorted(sn for sn, k in used.items() if k != len(site.supernode(sn).nodes))
+    partial = sorted(sn for sn, k in used.items() if k < site.supernode(sn).job_size)
     if partial:
         names = ", ".join(partial[:5]) + (f" (+{len(partial) - 5})" if len(partial) > 5 else "")
         return Check("whole-supernodes", False, f"partial super nodes: {names}")

@@ -210,3 +210,37 @@ def test_choose_mode_scrontab_refused_says_why():
             "scrontab is disabled on this cluster (slurm.conf needs ScronParameters=enable)",
         )
     assert info.value.hint and "--mode chain" in info.value.hint
+
+
+@pytest.mark.parametrize("strategy", ["block", "switches"])
+def test_named_supernodes_with_spares_are_pinned_by_feature_counts(tmp_path, strategy):
+    """With spare nodes a job takes fewer nodes than the super nodes hold, so their nodelist
+    would be refused (`invalid number of nodes (-N 8-6)`): the pin is a count per feature."""
+    from slurm_supernode.doctor.job import DoctorJob, plan_doctor
+    from slurm_supernode.launch.request import ClusterFacts
+
+    text = (ROOT / "site-configs" / "local.yaml").read_text()
+    for nodes in ("n[0-3]", "n[4-7]"):
+        text = text.replace(f"    nodes: {nodes}\n", f"    nodes: {nodes}\n    spares: 1\n")
+    path = tmp_path / "s.yaml"
+    path.write_text(text.replace("strategy: auto", f"strategy: {strategy}"))
+    site = load_site(str(path))
+    plugin = "topology/block" if strategy == "block" else "topology/tree"
+    facts = ClusterFacts(
+        version=(24, 11, 5), topology_plugin=plugin, supports_segment=True, has_block=True
+    )
+    args = plan_bench(site, BenchJob(supernodes="sn[0-1]"), facts, jobs_root=tmp_path)
+    args = args.request.sbatch_args()
+    assert "--nodes=6" in args and "--constraint=[sn0*3&sn1*3]" in args
+    assert not any(a.startswith(("--nodelist", "--segment", "--switches")) for a in args)
+    one = plan_doctor(site, DoctorJob(supernodes="sn1"), facts, jobs_root=tmp_path)
+    args = one.request.sbatch_args()
+    assert "--nodes=3" in args and "--constraint=sn1" in args
+    assert not any(a.startswith("--nodelist") for a in args)
+    # features (a tree site): one super node's own constraint is the pin, no nodelist either
+    path.write_text(path.read_text().replace(f"strategy: {strategy}", "strategy: features"))
+    site = load_site(str(path))
+    one = plan_doctor(site, DoctorJob(supernodes="sn1"), facts, jobs_root=tmp_path)
+    args = one.request.sbatch_args()
+    assert "--nodes=3" in args and "--constraint=[sn1]" in args, args
+    assert not any(a.startswith("--nodelist") for a in args)

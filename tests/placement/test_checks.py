@@ -105,3 +105,20 @@ def test_span_details_count_groups_per_level():
     assert c["span-dp"].detail == "16 groups of 4: 16 supernode"
     assert c["span-pp"].detail == "32 groups of 2: 32 inter"
     assert "no communication" in c["span-cp"].detail
+
+
+def test_spare_trays_count_as_whole_and_set_the_size_that_must_divide():
+    """NVL72 racks of 18 trays, 16 used + 2 spare: a job on 16 trays of each is whole, and
+    its 64 devices per super node (not 72) are what tp*cp / etp*ep must divide."""
+    import dataclasses
+
+    site = nvl72_site(2)
+    site = dataclasses.replace(
+        site, supernodes=tuple(dataclasses.replace(sn, spares=2) for sn in site.supernodes)
+    )
+    used = "n[00-15],n[18-33]"
+    c = checks_of(build_rank_map(site, used, Layout(tp=4, ep=16)))
+    assert c["whole-supernodes"].ok and c["tp-cp-ep-divides-supernode"].ok
+    assert "64 devices" in c["tp-cp-ep-divides-supernode"].detail
+    # (tp*ep = 64 does not divide the rack's 72 devices: that was the wrong size)
+    assert not checks_of(build_rank_map(site, "n[00-14],n[18-33]"))["whole-supernodes"].ok
