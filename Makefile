@@ -75,6 +75,12 @@ test-scale: install
 bench: install
 	bash bench/run_all.sh
 
+# What whole super nodes cost the scheduler (not CI; ~4 replays of <= 10 min on 2 cores):
+# a Helios-fitted job mix through Slurm under plain tree, block segments and job_submit.lua;
+# table + plot in bench/results/sched (docs/benchmarks.md). SCHED_MODES="plain lua" for some.
+bench-sched: install
+	bash bench/sched_run.sh
+
 cluster-up:
 	SNRUN_MC_EXPEDITED_REQUEUE=$(EXPEDITE) SNRUN_MC_ACCOUNTING=$(ACCOUNTING) $(MC) up --slurm $(SLURM) --topology $(TOPOLOGY)
 

@@ -1,0 +1,88 @@
+"""The job mix of the scheduling-cost benchmark (bench_sched.py): sizes, durations, arrivals.
+
+Source: the Helios traces of SenseTime (Hu et al., "Characterization and Prediction of Deep
+Learning Workloads in Large-Scale GPU Datacenters", SC '21), per-cluster summary published by
+the authors in github.com/S-Lab-System-Group/HeliosArtifact, file
+`analysis/1_compare with Philly trace/helios_cluster_summary.csv` (commit 6345d9f), row
+`Venus` (125,303 GPU jobs): GPUs per GPU job median 1, mean 6.736; run time of GPU jobs median
+204 s, mean 13,040.6 s. The trace itself (cluster_log.csv, 343 MB) is not used: the mix is a
+two-moment fit to those published figures, so it has their median and mean, not their shape.
+
+- Sizes: powers of two GPUs (what DL jobs ask for), P(1 GPU) = 0.5 (the median), the rest
+  geometric over 2, 4, ..., 512 with the ratio that gives mean 6.736 GPUs; capped at the
+  cluster's 512 used GPUs (128 trays x 4).
+- Durations: log-normal with median 204 s and mean 13,040.6 s (sigma = sqrt(2 ln(mean/median))
+  = 2.88), then scaled: one trace minute is one replay second, clipped to [MIN_S, MAX_S].
+- Arrivals: bursts (users submit sweeps): burst gaps exponential, burst sizes geometric, so
+  the queue fills in waves instead of a smooth Poisson stream.
+Pure and seeded: the same seed gives the same mix in every mode.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+
+MEDIAN_GPUS, MEAN_GPUS = 1, 6.736
+MEDIAN_RUN_S, MEAN_RUN_S = 204.0, 13040.6
+TIME_SCALE = 60.0  # trace seconds per replay second
+MIN_S, MAX_S = 4.0, 90.0
+GPUS_PER_NODE = 4
+
+
+@dataclass(frozen=True)
+class Job:
+    index: int
+    submit_s: float  # replay seconds after the start
+    gpus: int
+    duration_s: float  # replay seconds
+
+    @property
+    def nodes(self) -> int:
+        return max(1, math.ceil(self.gpus / GPUS_PER_NODE))
+
+
+def size_weights(max_gpus: int) -> dict[int, float]:
+    """P(gpus) over powers of two: 0.5 at 1, geometric above, mean = MEAN_GPUS (bisection)."""
+    sizes = [2**i for i in range(1, int(math.log2(max_gpus)) + 1)]
+
+    def mean_of(r: float) -> float:
+        w = [r**i for i in range(len(sizes))]
+        return 0.5 * MEDIAN_GPUS + 0.5 * sum(s * x for s, x in zip(sizes, w, strict=True)) / sum(w)
+
+    lo, hi = 0.01, 0.99
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if mean_of(mid) < MEAN_GPUS else (lo, mid)
+    w = [lo**i for i in range(len(sizes))]
+    total = sum(w)
+    return {1: 0.5} | {s: 0.5 * x / total for s, x in zip(sizes, w, strict=True)}
+
+
+def duration_s(rng: random.Random) -> float:
+    sigma = math.sqrt(2 * math.log(MEAN_RUN_S / MEDIAN_RUN_S))
+    trace = MEDIAN_RUN_S * math.exp(rng.gauss(0.0, sigma))
+    return round(min(MAX_S, max(MIN_S, trace / TIME_SCALE)), 1)
+
+
+def make_mix(n_jobs: int, seed: int, nodes: int, load: float, max_gpus: int = 512) -> list[Job]:
+    """``n_jobs`` jobs arriving in bursts; the arrival span is chosen so that the offered work
+    (node-seconds asked) is ``load`` times what ``nodes`` nodes give over that span."""
+    rng = random.Random(seed)
+    weights = size_weights(max_gpus)
+    sizes, probs = list(weights), list(weights.values())
+    shapes = [(rng.choices(sizes, probs)[0], duration_s(rng)) for _ in range(n_jobs)]
+    work = sum(max(1, math.ceil(g / GPUS_PER_NODE)) * d for g, d in shapes)
+    span_s = work / (nodes * load)
+    mean_burst = 5.0
+    gap = span_s / (n_jobs / mean_burst)
+    jobs: list[Job] = []
+    t = 0.0
+    while len(jobs) < n_jobs:
+        burst = 1 + int(rng.expovariate(1 / (mean_burst - 1)))
+        for _ in range(min(burst, n_jobs - len(jobs))):
+            gpus, dur = shapes[len(jobs)]
+            jobs.append(Job(len(jobs), round(t, 1), gpus, dur))
+        t += rng.expovariate(1 / gap)
+    return jobs

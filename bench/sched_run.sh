@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# `make bench-sched`: the scheduling-cost replays of bench_sched.py on the 144-node cluster
+# (8 super nodes x 18 trays, 16 used + 2 spare, 4 GPUs each), one cluster per policy, each
+# booted and torn down under the shared cluster lock, then the table and plot (sched_report.py).
+#   plain      Slurm 22.05 (host), topology/tree, no plugin
+#   block      Slurm 24.11, topology/block (segments)
+#   lua        Slurm 22.05, topology/tree, snrun's job_submit.lua
+#   lua-small  the same cluster, one-tray jobs in the unenforced partition
+# SCHED_MODES picks some ("plain lua"); SCHED_JOBS / SCHED_LOAD / SCHED_SEED size the mix.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+MC=contrib/minicluster/minicluster
+OUT=${SCHED_OUT:-bench/results/sched}
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+export SNRUN_MC_SUPERNODES=8 SNRUN_MC_NODES_PER_SUPERNODE=18 SNRUN_MC_SPARES=2 SNRUN_MC_GPUS=4
+export SNRUN_MC_TIMEOUT=120
+mkdir -p "$OUT"
+
+replay() {  # replay SLURM TOPOLOGY LUA MODE...
+  local v=$1 topo=$2 lua=$3
+  shift 3
+  flock /tmp/snrun-cluster.lock bash -c '
+    set -euo pipefail
+    v=$1 topo=$2 lua=$3 out=$4; shift 4
+    MC=contrib/minicluster/minicluster
+    trap "bash $MC down --slurm $v >/dev/null 2>&1 || true" EXIT
+    SNRUN_MC_JOB_SUBMIT_LUA=$lua bash $MC up --slurm "$v" --topology "$topo" | head -n1
+    eval "$(bash $MC env --slurm "$v" | sed -n "s/^\(SLURM_CONF\|CLIENTS\|NAMESPACED\)=/export \1=/p")"
+    [ "$NAMESPACED" = 1 ] && export PATH=$CLIENTS:$PATH
+    for mode in "$@"; do
+      echo "== $mode on Slurm $v ($topo), $(date -u +%T), load $(cut -d" " -f1-3 /proc/loadavg)"
+      nice python3 bench/bench_sched.py --mode "$mode" --out "$out" \
+        --jobs "${SCHED_JOBS:-200}" --load "${SCHED_LOAD:-1.2}" --seed "${SCHED_SEED:-27}"
+    done
+  ' replay "$v" "$topo" "$lua" "$OUT" "$@"
+}
+
+modes=" ${SCHED_MODES:-plain block lua lua-small} "
+[[ $modes == *" plain "* ]] && replay host tree 0 plain
+[[ $modes == *" block "* ]] && { bash "$MC" build --slurm 24.11 >/dev/null; replay 24.11 block 0 block; }
+lua_modes=()
+[[ $modes == *" lua "* ]] && lua_modes+=(lua)
+[[ $modes == *" lua-small "* ]] && lua_modes+=(lua-small)
+[ ${#lua_modes[@]} -gt 0 ] && replay host tree 1 "${lua_modes[@]}"
+python3 bench/sched_report.py "$OUT"
