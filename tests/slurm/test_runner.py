@@ -329,6 +329,26 @@ def test_gen_shape_writes_a_site_like_the_bundled_local_one(tmp_path):
     assert described(written, "/dev/x") == described(bundled, "/tmp/snrun-minicluster/dev")
 
 
+def test_gen_shape_writes_the_spares_into_the_site(tmp_path):
+    """`minicluster --spares 2` (SNRUN_MC_SPARES): an NVL72 rack of 18 trays, 16 used."""
+    script = ROOT / "contrib" / "minicluster" / "gen-shape"
+    subprocess.run(
+        ["bash", str(script), str(tmp_path), "/dev/x", "2", "18", "4", "8", "20000"],
+        check=True,
+        env={**os.environ, "SNRUN_MC_SPARES": "2"},
+    )
+    from slurm_supernode.site.loader import load_site
+
+    site = load_site(str(tmp_path / "site.yaml"))
+    assert [(len(sn.nodes), sn.spares, sn.job_size) for sn in site.supernodes] == [(18, 2, 16)] * 2
+    lua = subprocess.run(
+        [sys.executable, "-m", "slurm_supernode", "site", "export", str(tmp_path / "site.yaml"),
+         "--format", "job-submit-lua"],
+        check=True, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
+    ).stdout  # fmt: skip
+    assert '{ size = 16, count = 2, constraint = "sn0|sn1" }' in lua
+
+
 def test_gen_shape_gives_every_export_the_version_and_never_asks_sinfo(fake_bin, tmp_path):
     """Inside a namespaced cluster `sinfo --version` reads the slurm.conf being written (its
     nodes.conf does not exist yet) and hangs until killed: gen-shape must not need it."""
