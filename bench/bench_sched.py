@@ -4,7 +4,8 @@ Replays the job mix of sched_mix.py (sizes and durations fitted to the published
 figures, bursty arrivals) as `sleep` jobs through the real Slurm of SLURM_CONF (the
 minicluster's 8 super nodes x 18 trays, 16 used + 2 spare, 4 GPUs each) under one policy:
 
-  plain      topology/tree, plain `sbatch -N n --exclusive`: no topology constraint
+  plain      topology/tree, plain `sbatch -N n --exclusive` in a partition the plugin leaves
+             alone (debug, the same 144 nodes): no topology constraint
   block      topology/block, users ask for segments: n <= 16 `--segment=n`; n > 16 rounded up
              to whole super nodes with `--segment=16`
   lua        snrun's job_submit.lua in partition main: every plain `sbatch -N n` is rounded to
@@ -73,7 +74,9 @@ def sbatch_args(job: Job, mode: str) -> list[str]:
     n = job.nodes
     limit = str(math.ceil(job.duration_s / 60) + 2)
     base = [f"--job-name=sched-{job.index}", "--exclusive", "-t", limit, "-o", "/dev/null"]
-    if mode == "plain" or mode == "lua":
+    if mode == "plain":
+        return [*base, "-p", "debug", "-N", str(n)]
+    if mode == "lua":
         return [*base, "-p", "main", "-N", str(n)]
     if mode == "lua-small":
         return [*base, "-p", "debug" if n == 1 else "main", "-N", str(n)]

@@ -2,10 +2,10 @@
 # `make bench-sched`: the scheduling-cost replays of bench_sched.py on the 144-node cluster
 # (8 super nodes x 18 trays, 16 used + 2 spare, 4 GPUs each), one cluster per policy, each
 # booted and torn down under the shared cluster lock, then the table and plot (sched_report.py).
-#   plain      Slurm 22.05 (host), topology/tree, no plugin
-#   block      Slurm 24.11, topology/block (segments)
-#   lua        Slurm 22.05, topology/tree, snrun's job_submit.lua
-#   lua-small  the same cluster, one-tray jobs in the unenforced partition
+#   plain      Slurm 22.05 (host), topology/tree: partition debug, which the plugin leaves alone
+#   lua        the same cluster: partition main, where snrun's job_submit.lua enforces
+#   lua-small  the same cluster, one-tray jobs in debug (unenforced), the rest in main
+#   block      Slurm 24.11, topology/block (segments), no plugin
 # SCHED_MODES picks some ("plain lua"); SCHED_JOBS / SCHED_LOAD / SCHED_SEED size the mix.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,11 +35,9 @@ replay() {  # replay SLURM TOPOLOGY LUA MODE...
   ' replay "$v" "$topo" "$lua" "$OUT" "$@"
 }
 
-modes=" ${SCHED_MODES:-plain block lua lua-small} "
-[[ $modes == *" plain "* ]] && replay host tree 0 plain
+modes=" ${SCHED_MODES:-plain lua lua-small block} "
+tree_modes=()
+for m in plain lua lua-small; do [[ $modes == *" $m "* ]] && tree_modes+=("$m"); done
+[ ${#tree_modes[@]} -gt 0 ] && replay host tree 1 "${tree_modes[@]}"
 [[ $modes == *" block "* ]] && { bash "$MC" build --slurm 24.11 >/dev/null; replay 24.11 block 0 block; }
-lua_modes=()
-[[ $modes == *" lua "* ]] && lua_modes+=(lua)
-[[ $modes == *" lua-small "* ]] && lua_modes+=(lua-small)
-[ ${#lua_modes[@]} -gt 0 ] && replay host tree 1 "${lua_modes[@]}"
 python3 bench/sched_report.py "$OUT"
