@@ -386,9 +386,7 @@ def _divides_supernode(rm: RankMap, site: Site) -> Check:
     lay, nproc = rm.layout, rm.nproc_per_node
     # the blocks of ranks the inner groups fill: tp x cp (dense) and etp x ep (expert)
     inner = math.lcm(lay.tp * lay.cp, lay.expert_tp * lay.ep)
-    sizes = sorted(
-        {site.supernode(sn).job_size * nproc for sn in {n.supernode for n in rm.nodes}}
-    )
+    sizes = sorted({site.supernode(sn).job_size * nproc for sn in {n.supernode for n in rm.nodes}})
     bad = [s for s in sizes if s % inner]
     detail = (
         f"lcm(tp*cp={lay.tp * lay.cp}, etp*ep={lay.expert_tp * lay.ep})={inner} vs super node "
