@@ -68,7 +68,7 @@ def _top_help() -> str:
         "",
         "global options:",
         "  --version   print the version and exit",
-        "  --debug     show Python tracebacks on errors",
+        "  --debug     show Python tracebacks on errors, and debug lines (Slurm backend)",
         "",
         "'snrun SUBCOMMAND --help' for the options of each; 'snrun submit --help' for job options.",
     ]
@@ -102,6 +102,18 @@ def _own_args(name: str, args: list[str]) -> int:
     return args.index("--") if "--" in args else len(args)
 
 
+def _show_debug_log() -> None:
+    """--debug: the layers' debug lines (e.g. which Slurm backend answers, and why) on stderr."""
+    import logging
+
+    logger = logging.getLogger("slurm_supernode")
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("snrun: debug: %(message)s"))
+        logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     debug = SnrunSettings.from_environ().debug
@@ -123,6 +135,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if "--debug" in rest[:own]:
             debug = True
             rest = [a for a in rest[:own] if a != "--debug"] + rest[own:]
+        if debug:
+            _show_debug_log()
         parser = build_parser(name)
         mod = _load(name)
         ns = mod.parse(parser, rest) if hasattr(mod, "parse") else parser.parse_args(rest)

@@ -39,7 +39,12 @@ from slurm_supernode.slurm.runner import failure_kind, run_slurm
 def controller_jobs(job_id: int | None = None) -> list[JobInfo]:
     """What the controller knows: one job (`job_id`) or all; [] when it does not know it.
     JSON where scontrol has it; where it refuses the option (22.05: `unrecognized option
-    '--json'`, said without asking the controller) the `-o` text form."""
+    '--json'`, said without asking the controller) the `-o` text form. Through pyslurm
+    instead where it serves this Slurm (slurm/pyslurm_probe.py)."""
+    from slurm_supernode.slurm import pyslurm_probe, pyslurm_queries
+
+    if (api := pyslurm_probe.pyslurm_api()) is not None:
+        return pyslurm_queries.controller_jobs(api, job_id)
     target = [str(job_id)] if job_id is not None else []
     proc = run_slurm(["scontrol", "show", "job", "--json", *target], timeout=30, check=False)
     if proc.returncode == 0:

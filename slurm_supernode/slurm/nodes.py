@@ -96,19 +96,30 @@ def partition_from_record(rec: dict[str, str]) -> PartitionInfo:
 
 
 def node_infos(names: str | Iterable[str] | None = None) -> list[NodeInfo]:
-    """All nodes, or those named (a hostlist like "n[0-3]" or an iterable of names)."""
+    """All nodes, or those named (a hostlist like "n[0-3]" or an iterable of names); through
+    pyslurm where it serves this Slurm (slurm/pyslurm_probe.py)."""
+    from slurm_supernode.slurm import pyslurm_probe, pyslurm_queries
+
     cmd = ["scontrol", "show", "node", "-o"]
     if names is not None:
         hostlist = _hostlist(names)
         if not hostlist:
             return []
         cmd.append(hostlist)
+    if (api := pyslurm_probe.pyslurm_api()) is not None:
+        from slurm_supernode.hostlist import expand
+
+        return pyslurm_queries.node_infos(api, None if names is None else expand(hostlist))
     out = run_slurm(cmd, timeout=30).stdout
     return [node_from_record(r) for r in parse_kv_records(out) if "NodeName" in r]
 
 
 def partition_infos() -> list[PartitionInfo]:
-    """Every partition the controller knows."""
+    """Every partition the controller knows (through pyslurm where it serves this Slurm)."""
+    from slurm_supernode.slurm import pyslurm_probe, pyslurm_queries
+
+    if (api := pyslurm_probe.pyslurm_api()) is not None:
+        return pyslurm_queries.partition_infos(api)
     out = run_slurm(["scontrol", "show", "partition", "-o"], timeout=30).stdout
     return [partition_from_record(r) for r in parse_kv_records(out) if "PartitionName" in r]
 
