@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from slurm_supernode.slurm import job_lookup, jobinfo, jobs, version
+from slurm_supernode.slurm import job_lookup, jobinfo, jobs, pyslurm_probe, version
 
 pytestmark = pytest.mark.slurm
 
@@ -42,7 +42,8 @@ def test_the_cluster_says_whether_it_has_accounting(slurm_cluster):
 
 def test_ended_job_from_accounting_or_completion_log(tmp_path, slurm_cluster):
     job, ctl = failing_job(tmp_path, "acct-failing")
-    assert (ctl.source, str(ctl.state), ctl.exit_code) == ("scontrol", "FAILED", 3)
+    controller = "pyslurm" if pyslurm_probe.pyslurm_api() else "scontrol"  # 25.11: pyslurm
+    assert (ctl.source, str(ctl.state), ctl.exit_code) == (controller, "FAILED", 3)
     if version.detect_accounting() is None:
         # No accounting: sacct gives no JSON (nor text); the completion log (text) has the job.
         assert job_lookup.sacct_json_job_info(job) is None

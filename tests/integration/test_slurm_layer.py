@@ -8,7 +8,7 @@ import time
 import pytest
 from ClusterShell.NodeSet import NodeSet
 
-from slurm_supernode.slurm import job_lookup, jobs, nodes, version
+from slurm_supernode.slurm import job_lookup, jobs, nodes, pyslurm_probe, version
 
 pytestmark = pytest.mark.slurm
 
@@ -25,7 +25,8 @@ def run_job(tmp_path, body: str, *args: str) -> int:
 def test_two_node_job_from_scontrol_then_completion_log(tmp_path, slurm_cluster):
     job = run_job(tmp_path, "srun bash -c 'echo $SLURMD_NODENAME'", "-N2", "-J", "two-nodes")
     info = jobs.wait_for(job, set(), TIMEOUT)  # until it ends
-    assert info.source == "scontrol"
+    # the controller's record: through pyslurm where it serves this Slurm (25.11), else scontrol
+    assert info.source == ("pyslurm" if pyslurm_probe.pyslurm_api() else "scontrol")
     assert (str(info.state), info.exit_code, info.num_nodes) == ("COMPLETED", 0, 2)
     assert info.name == "two-nodes" and info.partition == "main"
     allocated = set(NodeSet(info.nodelist))
