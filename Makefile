@@ -6,7 +6,8 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1
 .PHONY: install demo test test-slurm test-scale bench-sched lint format unit integration roots bench cluster-up cluster-down clean
 
 # Integration runs: which Slurm (host = this machine's, 22.05 on Debian 12; 24.11 and 26.05 run
-# from Debian roots in namespaces, see contrib/minicluster/README.md) and which topology.
+# from Debian roots in namespaces; 25.11 is built from source with pyslurm, see
+# contrib/minicluster/README.md) and which topology.
 SLURM ?= host
 TOPOLOGY ?= tree
 # EXPEDITE=1: SlurmctldParameters=enable_expedited_requeue (Slurm >= 25.11: 26.05 here)
@@ -34,9 +35,10 @@ format:
 unit:
 	$(PYTHON) -m pytest -q -m "not slurm"
 
-roots:  ## build (once) the Debian roots of Slurm 24.11 (trixie) and 26.05 (forky)
+roots:  ## build (once) the Debian roots of Slurm 24.11 (trixie) and 26.05 (forky), and 25.11 + pyslurm from source
 	$(MC) build --slurm 24.11
 	$(MC) build --slurm 26.05
+	$(MC) build --slurm 25.11
 
 integration:  ## the slurm-marked tests on one cluster: make integration SLURM=24.11 TOPOLOGY=block
 	SNRUN_SLURM=$(SLURM) SNRUN_TOPOLOGY=$(TOPOLOGY) SNRUN_MC_EXPEDITED_REQUEUE=$(EXPEDITE) \
@@ -52,10 +54,14 @@ test: install lint
 	$(MAKE) --no-print-directory integration SLURM=24.11 TOPOLOGY=block ACCOUNTING=1
 
 # The newest Slurm: 26.05 (Debian forky) with topology.yaml (blocks as the cluster default) and
-# expedited requeues enabled and slurmdbd accounting.
+# expedited requeues enabled and slurmdbd accounting; then 25.11 built from source, where the
+# Slurm layer's queries go through pyslurm (docs/pyslurm.md). The first run builds Slurm 25.11
+# and the pyslurm wheel (~10 min on 2 quiet cores, cached under /var/cache/snrun-minicluster).
 test-slurm: install
 	$(MC) build --slurm 26.05
 	$(MAKE) --no-print-directory integration SLURM=26.05 TOPOLOGY=yaml EXPEDITE=1 ACCOUNTING=1
+	$(MC) build --slurm 25.11
+	$(MAKE) --no-print-directory integration SLURM=25.11 TOPOLOGY=block EXPEDITE=1
 
 # Rack scale (not in make test: ~10 min per version on 2 cores): 8 super nodes x 18 trays
 # (16 used + 2 spare, 4 GPUs each) with job_submit.lua, on 22.05/tree and 24.11/block (and on

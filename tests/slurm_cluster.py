@@ -9,6 +9,9 @@ or `24.11` / `26.05`: a Debian root in namespaces, see contrib/minicluster/READM
 `SNRUN_TOPOLOGY` (`tree`, the default, `block` or `yaml`). A namespaced cluster's clients run
 inside through the wrappers of contrib/minicluster/clients, which the fixture puts first on
 PATH (they follow SLURM_CONF), so tests and the snrun subprocesses they start submit as usual.
+`25.11` is Slurm built from source (a prefix, on the host's network): the same wrappers call
+its clients, and the pyslurm built against it goes on PYTHONPATH with
+`SNRUN_SLURM_BACKEND=pyslurm`, so every query of the suite goes through pyslurm (or fails).
 Tests read what the running cluster says (`topology`, `version`), never assume one release.
 """
 
@@ -38,7 +41,7 @@ class SlurmCluster:
     supernodes: dict[str, tuple[str, ...]] = field(default_factory=dict)
     minicluster: Path = MINICLUSTER
     booted_here: bool = False
-    slurm: str = "host"  # what was asked: host, 22.05, 24.11, 26.05
+    slurm: str = "host"  # what was asked: host, 22.05, 24.11, 25.11, 26.05
     topology_option: str = "tree"  # what was asked: tree, block, yaml
     version: tuple[int, int] = (0, 0)  # what runs, from `sinfo --version`
     topology: str = "tree"  # what the running cluster lists: tree (switches) or block
@@ -153,11 +156,27 @@ def _container_args() -> list[str]:
 
 
 def _minicluster(*args: str) -> subprocess.CompletedProcess[str]:
-    # `up` of 24.11/26.05 builds its Debian root the first time (1-3 min).
-    timeout = 600 if args[0] == "up" else 120
+    # `up` of 24.11/26.05 builds its Debian root the first time (1-3 min); 25.11 builds Slurm
+    # and pyslurm from source (~10 min on 2 quiet cores, 35 min seen under load).
+    timeout = 2400 if args[0] == "up" else 120
     return subprocess.run(
         ["bash", str(MINICLUSTER), *args], capture_output=True, text=True, timeout=timeout
     )
+
+
+_BACKEND = "SNRUN_SLURM_BACKEND"
+
+
+def _use_pyslurm(path: str) -> None:
+    """pyslurm (built against the cluster's Slurm) importable here and in subprocesses, and
+    required: a backend that skips itself fails the queries instead of hiding behind the CLI."""
+    import sys
+
+    if path not in sys.path:
+        sys.path.insert(0, path)
+    old = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = path + (os.pathsep + old if old else "")
+    os.environ[_BACKEND] = "pyslurm"
 
 
 @pytest.fixture(scope="session")
@@ -179,10 +198,12 @@ def slurm_cluster() -> Iterator[SlurmCluster]:
     sdir = Path(env["SNRUN_MC_DIR"])
     conf = Path(env["SLURM_CONF"])
     namespaced = env.get("NAMESPACED") == "1"
-    old = {k: os.environ.get(k) for k in ("SLURM_CONF", "PATH")}
+    old = {k: os.environ.get(k) for k in ("SLURM_CONF", "PATH", "PYTHONPATH", _BACKEND)}
     os.environ["SLURM_CONF"] = str(conf)
-    if namespaced:
+    if namespaced or env.get("SLURM_PREFIX"):
         os.environ["PATH"] = env["CLIENTS"] + os.pathsep + os.environ.get("PATH", "")
+    if env.get("PYSLURM_PATH"):  # this process and the snrun processes it starts
+        _use_pyslurm(env["PYSLURM_PATH"])
     try:
         from slurm_supernode.slurm.nodes import node_infos
         from slurm_supernode.slurm.version import slurm_version
