@@ -1,4 +1,4 @@
-"""Nodes and partitions as typed records, plus drain/resume.
+"""Nodes and partitions (the records: slurm/nodeinfo.py), plus drain/resume.
 
 Read from `scontrol show node|partition -o` (one record a line, works on 22.05 .. 24.11;
 `--json` is not available for scontrol on 22.05).
@@ -6,93 +6,23 @@ Read from `scontrol show node|partition -o` (one record a line, works on 22.05 .
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
 
-from slurm_supernode.slurm.parse import null, parse_kv_records, to_int
+from slurm_supernode.slurm.nodeinfo import (
+    NodeInfo,
+    PartitionInfo,
+    node_from_record,
+    partition_from_record,
+)
+from slurm_supernode.slurm.parse import parse_kv_records
 from slurm_supernode.slurm.runner import run_slurm
-
-# Node reasons end with " [user@time]" (who set it, when): not part of the reason's text.
-_REASON_STAMP = re.compile(r"\s*\[[^\[\]]*@[^\[\]]*\]\s*$")
-
-
-@dataclass(frozen=True)
-class NodeInfo:
-    """One node: `state` is the base state lowercased ("idle", "mixed", "allocated", "down"),
-    `flags` the rest of Slurm's `IDLE+DRAIN+NOT_RESPONDING` lowercased ("drain", ...)."""
-
-    name: str
-    state: str
-    flags: tuple[str, ...]
-    features: tuple[str, ...]
-    reason: str | None
-    partitions: tuple[str, ...]
-    gres: str | None
-    cpus: int
-
-    @property
-    def drained(self) -> bool:
-        """Drain requested (DRAINING while jobs finish, DRAINED after)."""
-        return "drain" in self.flags
-
-    @property
-    def usable(self) -> bool:
-        """Can take new jobs: up, responding, not drained."""
-        bad = {"drain", "not_responding", "fail", "maint", "reboot_requested", "power_down"}
-        return self.state not in ("down", "future", "unknown") and not bad & set(self.flags)
-
-
-@dataclass(frozen=True)
-class PartitionInfo:
-    """One partition: `nodes` is Slurm's hostlist ("n[0-7]"), `max_nodes` None = unlimited."""
-
-    name: str
-    nodes: str
-    total_nodes: int
-    max_nodes: int | None
-    default: bool
-    state: str
 
 
 def _hostlist(nodes: str | Iterable[str]) -> str:
     from slurm_supernode.hostlist import expand, fold
 
     return fold(expand(nodes) if isinstance(nodes, str) else nodes)
-
-
-def node_from_record(rec: dict[str, str]) -> NodeInfo:
-    """A parsed `scontrol show node -o` record -> NodeInfo."""
-    state, *flags = (rec.get("State") or "UNKNOWN").lower().split("+")
-    state = state.rstrip("*~#!%$@^-")
-    features = null(rec.get("ActiveFeatures")) or null(rec.get("AvailableFeatures")) or ""
-    reason = null(rec.get("Reason"))
-    if reason:
-        reason = _REASON_STAMP.sub("", reason) or None
-    return NodeInfo(
-        name=rec["NodeName"],
-        state=state,
-        flags=tuple(flags),
-        features=tuple(f for f in features.split(",") if f),
-        reason=reason,
-        partitions=tuple(p for p in (null(rec.get("Partitions")) or "").split(",") if p),
-        gres=null(rec.get("Gres")),
-        cpus=to_int(rec.get("CPUTot")),
-    )
-
-
-def partition_from_record(rec: dict[str, str]) -> PartitionInfo:
-    """A parsed `scontrol show partition -o` record -> PartitionInfo."""
-    max_nodes = rec.get("MaxNodes", "UNLIMITED")
-    return PartitionInfo(
-        name=rec["PartitionName"],
-        nodes=null(rec.get("Nodes")) or "",
-        total_nodes=to_int(rec.get("TotalNodes")),
-        max_nodes=int(max_nodes) if max_nodes.isdigit() else None,
-        default=rec.get("Default", "NO").upper() == "YES",
-        state=rec.get("State", "UNKNOWN").lower(),
-    )
 
 
 def node_infos(names: str | Iterable[str] | None = None) -> list[NodeInfo]:

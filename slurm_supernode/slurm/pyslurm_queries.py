@@ -15,7 +15,7 @@ from types import ModuleType
 
 from slurm_supernode.errors import SlurmError, SlurmErrorKind
 from slurm_supernode.slurm.jobinfo import JobInfo
-from slurm_supernode.slurm.nodes import NodeInfo, PartitionInfo
+from slurm_supernode.slurm.nodeinfo import NodeInfo, PartitionInfo
 from slurm_supernode.slurm.pyslurm_records import (
     job_from_pyslurm,
     node_from_pyslurm,

@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from slurm_supernode.slurm.jobinfo import JobInfo
-from slurm_supernode.slurm.nodes import (
+from slurm_supernode.slurm.nodeinfo import (
     NodeInfo,
     PartitionInfo,
     node_from_record,
