@@ -12,11 +12,11 @@ feature rules). Where pyslurm hands over less than the text does, the record say
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from slurm_supernode.slurm.jobinfo import JobInfo
+from slurm_supernode.slurm.jobinfo import JobInfo, allocation_nodes
 from slurm_supernode.slurm.nodeinfo import (
     NodeInfo,
     PartitionInfo,
@@ -24,6 +24,7 @@ from slurm_supernode.slurm.nodeinfo import (
     partition_from_record,
 )
 from slurm_supernode.slurm.parse import null
+from slurm_supernode.slurm.state import JobState
 
 
 def _text(value: object) -> str | None:
@@ -45,15 +46,16 @@ def job_from_pyslurm(job: Any) -> JobInfo:
     """A `pyslurm.Job` -> JobInfo (source "pyslurm")."""
     derived = getattr(job, "derived_exit_code", None)
     restarts = getattr(job, "requeue_count", None)
+    state = JobState.from_text(_text(job.state))  # one word: a flag hides the base
     return JobInfo(
         job_id=_int(job.id),
         name=_text(job.name) or "",
-        state=(_text(job.state) or "UNKNOWN").split()[0].upper(),
+        state=state,
         reason=_text(job.state_reason),
         exit_code=_int(job.exit_code),
         exit_signal=_int(job.exit_code_signal),
         derived_exit_code=derived if isinstance(derived, int) else None,
-        nodelist=_text(job.allocated_nodes),
+        nodelist=allocation_nodes(state, _text(job.allocated_nodes)),
         num_nodes=_int(job.num_nodes),
         restart_count=restarts if isinstance(restarts, int) else None,
         partition=_text(job.partition),
@@ -83,7 +85,9 @@ def gres_text(gres: object) -> str | None:
 def _join(values: object) -> str:
     if isinstance(values, str):
         return values
-    return ",".join(str(v) for v in values or ())
+    if not isinstance(values, Iterable):
+        return ""
+    return ",".join(str(v) for v in values)
 
 
 def node_from_pyslurm(node: Any) -> NodeInfo:

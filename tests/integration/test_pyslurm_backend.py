@@ -75,9 +75,9 @@ def test_same_records_through_both_backends(tmp_path, slurm_cluster):
     failed = submit(tmp_path, "srun bash -c 'exit 5'\nexit 3", "-J", "cmp-failed")
     done = submit(tmp_path, "srun true", "-N3", "-J", "cmp-done")
     try:
-        settled(running, lambda i: i.state == "RUNNING")
-        settled(failed, lambda i: i.state == "FAILED")
-        settled(done, lambda i: i.state == "COMPLETED")
+        settled(running, lambda i: i.state.running)
+        settled(failed, lambda i: i.state.ended and i.state.base == "FAILED")
+        settled(done, lambda i: i.state.ended and i.state.base == "COMPLETED")
         for job in (running, held, failed, done):
             (fast,) = through("pyslurm", controller_jobs, job)
             (slow,) = through("cli", controller_jobs, job)
@@ -93,7 +93,7 @@ def test_same_records_through_both_backends(tmp_path, slurm_cluster):
         assert through("pyslurm", controller_jobs, 999_999) == []
         # the records mean the same things
         (held_info,) = through("pyslurm", controller_jobs, held)
-        assert (held_info.state, held_info.reason, held_info.name) == (
+        assert (str(held_info.state), held_info.reason, held_info.name) == (
             "PENDING",
             "JobHeldUser",
             "cmp held",

@@ -16,6 +16,7 @@ import pytest
 from slurm_supernode.errors import SlurmError, SlurmErrorKind
 from slurm_supernode.slurm import job_lookup as jobs
 from slurm_supernode.slurm import jobinfo, nodes, pyslurm_probe, pyslurm_queries, pyslurm_records
+from slurm_supernode.slurm.state import JobState
 
 FAKE_PYSLURM = '''
 """A fake pyslurm: the classes and errors the backend uses, over module-level stores."""
@@ -254,7 +255,7 @@ def test_job_info_goes_through_pyslurm(fake_pyslurm):
     assert info == jobinfo.JobInfo(
         job_id=42,
         name="train",
-        state="RUNNING",
+        state=JobState("RUNNING"),
         reason=None,
         exit_code=0,
         exit_signal=0,
@@ -400,7 +401,7 @@ def test_job_record_edge_values():
             derived_exit_code=None,
         )
     )
-    assert (pending.state, pending.reason, pending.nodelist) == ("PENDING", "Resources", None)
+    assert (str(pending.state), pending.reason, pending.nodelist) == ("PENDING", "Resources", None)
     assert pending.start_time is None and pending.end_time is None and pending.stdout is None
     assert pending.restart_count is None and pending.derived_exit_code is None and pending.pending
     failed = pyslurm_records.job_from_pyslurm(fake_job(state="FAILED", exit_code=3))
@@ -418,3 +419,13 @@ def test_error_kind_without_errno():
     assert pyslurm_queries.error_kind(RuntimeError("Invalid job id specified")) is (
         SlurmErrorKind.NOT_FOUND
     )
+
+
+def test_a_completing_job_through_pyslurm_is_not_ended_and_gives_no_nodes():
+    """pyslurm gives one word (the flag hides the base, as in the text forms): COMPLETING is
+    not an end, and its node list (only the nodes still completing) is never the allocation."""
+    info = pyslurm_records.job_from_pyslurm(fake_job(state="COMPLETING", allocated_nodes="n5"))
+    assert info.state.completing and not info.state.ended
+    assert info.nodelist is None
+    done = pyslurm_records.job_from_pyslurm(fake_job(state="COMPLETED", allocated_nodes="n[0-3]"))
+    assert done.state.ended and done.nodelist == "n[0-3]"
