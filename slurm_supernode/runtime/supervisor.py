@@ -194,18 +194,34 @@ class Supervisor:
                 return AttemptResult(
                     step_exit=0, node_exits={}, hosts=hosts, health_failed=unhealthy
                 )
-        step_env = dict(cfg.environ) | {
+        started = time.time()
+        argv = srun_command(cfg.python, cfg.job_dir, hosts, cfg.het_size, list(cfg.program_argv))
+        self._step = proc = start_step(argv, self._step_env(attempt, nodelist))
+        if self.signal is not None:  # a signal came before the step existed: pass it on
+            self._forward(self.signal)
+        hung, failed_first = self._watch(proc, attempt, started)
+        self._step = None
+        rc = proc.returncode if proc.returncode >= 0 else 128 - proc.returncode
+        return self._result(rc, hosts, hung, failed_first)
+
+    def _step_env(self, attempt: int, nodelist: str) -> dict[str, str]:
+        """What the step's agents get beside the job's environment."""
+        cfg = self.cfg
+        return dict(cfg.environ) | {
             "SNRUN_ATTEMPT": str(attempt),
             "SNRUN_NODELIST": nodelist,
             "SNRUN_MASTER_PORT": str(master_port(cfg.job_id, attempt)),
             "SNRUN_HEARTBEAT_FILE": str(cfg.job_dir / HEARTBEAT),
             "SNRUN_CHECKPOINT_DIR": cfg.checkpoint_dir,
         }
-        started = time.time()
-        argv = srun_command(cfg.python, cfg.job_dir, hosts, cfg.het_size, list(cfg.program_argv))
-        self._step = proc = start_step(argv, step_env)
-        if self.signal is not None:  # a signal came before the step existed: pass it on
-            self._forward(self.signal)
+
+    def _watch(
+        self, proc: subprocess.Popen[bytes], attempt: int, started: float
+    ) -> tuple[bool, tuple[str, ...]]:
+        """Poll the step until it ends: (hung, nodes that failed first). A node that fails
+        ends the step everywhere (fail fast); a step without progress is dumped and stopped."""
+        cfg = self.cfg
+        hosts = list(cfg.hosts)
         hung = False
         failed_first: tuple[str, ...] = ()
         hang_timeout = cfg.hang_timeout
@@ -230,15 +246,18 @@ class Supervisor:
                 if hung:  # evidence first: where every rank is stuck
                     dump_stacks(cfg.python, cfg.job_id, hosts, cfg.job_dir, attempt, 120.0)
                     proc.send_signal(signal.SIGTERM)
-        self._step = None
-        rc = proc.returncode if proc.returncode >= 0 else 128 - proc.returncode
+        return hung, failed_first
+
+    def _result(
+        self, rc: int, hosts: list[str], hung: bool, failed_first: tuple[str, ...]
+    ) -> AttemptResult:
+        """The attempt as the classifier sees it: the step's exit, what the ledger holds."""
         progress, _ = self._progress()
         last = self._chain().attempts[-1]
-        node_exits = last.node_exits
         return AttemptResult(
             container_failed=dict(last.container_failed),
             step_exit=rc,
-            node_exits=node_exits,
+            node_exits=last.node_exits,
             hosts=hosts,
             bad_nodes=self._bad_nodes() if rc != 0 else [],
             signal=self.signal,
