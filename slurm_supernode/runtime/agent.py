@@ -27,7 +27,7 @@ from slurm_supernode.launch.container import ContainerSpec
 from slurm_supernode.launch.container_render import ContainerLaunch
 from slurm_supernode.launch.inputs import JobInputs, load_inputs, rank_map_for_job
 from slurm_supernode.launch.request import whole_supernode_problems
-from slurm_supernode.placement.model import RankMap
+from slurm_supernode.placement.model import NodePlacement, RankMap
 from slurm_supernode.site.model import Site
 
 RANK_ENTRY = str(Path(__file__).with_name("rank_entry.py"))
@@ -113,21 +113,9 @@ def plan_agent_launch(
         node = rank_map.node(hostname)
     except KeyError:
         raise JobError(f"node {hostname} is not part of the rank map") from None
-    env = dict(environ)
-    env.setdefault("OMP_NUM_THREADS", "1")  # what torchrun would set, without its warning
-    _visible_devices(env, site.vendor, node.visible_devices)
+    env = _node_env(environ, site, rank_map, node, attempt)
     port = master_port_override or master_port(job_id, attempt)
     master = rank_map.master.hostname
-    env.update(
-        {
-            "SNRUN_SUPERNODE": node.supernode,
-            "SNRUN_NODE_RANK": str(node.node_rank),
-            "SNRUN_NNODES": str(len(rank_map.nodes)),
-            "SNRUN_WORLD_SIZE": str(rank_map.world_size),
-            "SNRUN_ATTEMPT": str(attempt),
-            "SNRUN_LAYOUT": json.dumps(rank_map.layout.as_dict(), sort_keys=True),
-        }
-    )
     python = inputs.python or sys.executable
     program = list(inputs.program_argv)
     _module_from_snapshot(env, inputs.snapshot or {})
@@ -160,6 +148,26 @@ def plan_agent_launch(
         supernode=node.supernode,
         devices=node.visible_devices,
     )
+
+
+def _node_env(
+    environ: Mapping[str, str], site: Site, rank_map: RankMap, node: NodePlacement, attempt: int
+) -> dict[str, str]:
+    """torchrun's environment on ``node``: the job's, its devices, and snrun's own variables."""
+    env = dict(environ)
+    env.setdefault("OMP_NUM_THREADS", "1")  # what torchrun would set, without its warning
+    _visible_devices(env, site.vendor, node.visible_devices)
+    env.update(
+        {
+            "SNRUN_SUPERNODE": node.supernode,
+            "SNRUN_NODE_RANK": str(node.node_rank),
+            "SNRUN_NNODES": str(len(rank_map.nodes)),
+            "SNRUN_WORLD_SIZE": str(rank_map.world_size),
+            "SNRUN_ATTEMPT": str(attempt),
+            "SNRUN_LAYOUT": json.dumps(rank_map.layout.as_dict(), sort_keys=True),
+        }
+    )
+    return env
 
 
 def _add_rank_table(
