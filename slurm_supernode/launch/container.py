@@ -99,38 +99,8 @@ def resolve_container(
             hint="the site file's containers.runtime names it (pyxis, oci or apptainer)",
         )
     image = _check_image(request.image, runtime, settings.image_dir)
-    user_mounts = []
-    for item in split_list(request.mounts):
-        try:
-            user_mounts.append(parse_mount(item).spec())
-        except ValueError as exc:
-            raise InputError(str(exc), where="--container-mounts", hint=_MOUNT_HINT) from None
-    env = []
-    for name in split_list(request.env):
-        if not _ENV_NAME.match(name):
-            raise InputError(
-                f"bad variable name {name!r}", where="--container-env", hint="NAME,NAME,..."
-            )
-        env.append(name)
-    if request.workdir is not None and not request.workdir.startswith("/"):
-        raise InputError(
-            f"{request.workdir!r} is not an absolute path",
-            where="--container-workdir",
-            hint="the directory inside the container where torchrun starts",
-        )
-    if request.name is not None:
-        if runtime != "pyxis":
-            raise InputError(
-                f"named containers need pyxis; site {site.name} runs {runtime}",
-                where="--container-name",
-                hint="drop --container-name: each attempt starts the image afresh",
-            )
-        if not _NAME.match(request.name):
-            raise InputError(
-                f"bad container name {request.name!r}",
-                where="--container-name",
-                hint="letters, digits, '_', '.', '-'",
-            )
+    user_mounts, env = _user_mounts(request), _user_env(request)
+    _check_workdir_and_name(request, runtime, site.name)
     # The job's own paths at the same path inside: every path in plan.json stays valid.
     same = [str(job_dir), *extra_paths]
     if request.workdir is None:
@@ -152,6 +122,52 @@ def resolve_container(
 
 
 _MOUNT_HINT = "SRC[:DST[:ro|rw]],... with absolute paths"
+
+
+def _user_mounts(request: ContainerRequest) -> list[str]:
+    """--container-mounts as mount specs, the first bad one refused."""
+    user_mounts = []
+    for item in split_list(request.mounts):
+        try:
+            user_mounts.append(parse_mount(item).spec())
+        except ValueError as exc:
+            raise InputError(str(exc), where="--container-mounts", hint=_MOUNT_HINT) from None
+    return user_mounts
+
+
+def _user_env(request: ContainerRequest) -> list[str]:
+    """--container-env: names of variables passed into the container."""
+    env = []
+    for name in split_list(request.env):
+        if not _ENV_NAME.match(name):
+            raise InputError(
+                f"bad variable name {name!r}", where="--container-env", hint="NAME,NAME,..."
+            )
+        env.append(name)
+    return env
+
+
+def _check_workdir_and_name(request: ContainerRequest, runtime: str, site_name: str) -> None:
+    """An absolute --container-workdir; --container-name only where pyxis keeps containers."""
+    if request.workdir is not None and not request.workdir.startswith("/"):
+        raise InputError(
+            f"{request.workdir!r} is not an absolute path",
+            where="--container-workdir",
+            hint="the directory inside the container where torchrun starts",
+        )
+    if request.name is not None:
+        if runtime != "pyxis":
+            raise InputError(
+                f"named containers need pyxis; site {site_name} runs {runtime}",
+                where="--container-name",
+                hint="drop --container-name: each attempt starts the image afresh",
+            )
+        if not _NAME.match(request.name):
+            raise InputError(
+                f"bad container name {request.name!r}",
+                where="--container-name",
+                hint="letters, digits, '_', '.', '-'",
+            )
 
 
 def _check_image(image: str, runtime: str, image_dir: str) -> str:

@@ -88,16 +88,7 @@ def plan_job(
     token: str | None = None,
 ) -> JobPlan:
     """Decide the request, the job directory and the script text. Pure."""
-    if not spec.module and not spec.program:
-        raise InputError("no training script given", where="SCRIPT", hint="snrun train.py ...")
-    check_job_values(spec)
-    fork_workers = fork_default(spec, site) if spec.fork_workers is None else spec.fork_workers
-    if fork_workers and spec.module:
-        raise InputError(
-            "forked workers are off for -m modules: torchrun forks a script file by its path",
-            where="--fork-workers",
-            hint="give the script's path instead of -m, or drop --fork-workers",
-        )
+    fork_workers = _checked_worker_mode(spec, site)
     root = jobs_root or expand_path(site.paths.jobs_dir)
     job_dir = (root / job_dir_name(spec.name, stamp, token)).absolute()
     logs = job_dir / "logs"
@@ -145,6 +136,22 @@ def plan_job(
 
     rank_map_for_job(inputs, site, plan.example_hosts)
     return plan
+
+
+def _checked_worker_mode(spec: JobSpec, site: Site) -> bool:
+    """The spec's values that can never work fail here; forked workers or not (the site's
+    default unless asked), refused for a module, which torchrun cannot fork by path."""
+    if not spec.module and not spec.program:
+        raise InputError("no training script given", where="SCRIPT", hint="snrun train.py ...")
+    check_job_values(spec)
+    fork_workers = fork_default(spec, site) if spec.fork_workers is None else spec.fork_workers
+    if fork_workers and spec.module:
+        raise InputError(
+            "forked workers are off for -m modules: torchrun forks a script file by its path",
+            where="--fork-workers",
+            hint="give the script's path instead of -m, or drop --fork-workers",
+        )
+    return fork_workers
 
 
 def _check_nproc(nproc: int | None, site: Site) -> None:
