@@ -142,68 +142,42 @@ def check_experts(layout, model) -> None:
 
 def check_inapplicable(args: argparse.Namespace) -> None:
     """Options given explicitly that this plan cannot use (their defaults stay silent)."""
+    for dest, option, why, hint in _inapplicable(args):
+        refuse_if(args, dest, option, why, hint)
+
+
+def _inapplicable(args: argparse.Namespace) -> list[tuple[str, str, str | None, str]]:
+    """(dest, option, why it cannot apply here or None, what to do) for each checked option."""
     rec = None if args.recommend else "--recommend was not given"
-    refuse_if(
-        args,
-        "top",
-        "--top",
-        rec and f"counts --recommend's layouts, and {rec}",
-        "add --recommend, or drop --top",
-    )
-    model = args.model is not None or any(
-        getattr(args, f.lstrip("-").replace("-", "_")) is not None for f, _, _ in MODEL_FLAGS
-    )
-    refuse_if(
-        args,
-        "device_memory",
-        "--device-memory",
-        None
-        if model or args.recommend
-        else "checks a model's state per device, and no model was given",
-        "add --model (or the model settings), or drop --device-memory",
-    )
-    refuse_if(
-        args,
-        "rank_table_version",
-        "--rank-table-version",
-        None
-        if args.hccl_rank_table
-        else "is the version of --hccl-rank-table's file, and --hccl-rank-table was not given",
-        "add --hccl-rank-table OUT, or drop --rank-table-version",
-    )
-    refuse_if(
-        args,
-        "tflops",
-        "--tflops",
-        None
-        if args.compute_time is None
-        else "derives the compute time, and --compute-time gives it",
-        "give --compute-time or --tflops (with --mfu), not both",
-    )
-    refuse_if(
-        args,
-        "mfu",
-        "--mfu",
-        None
-        if args.tflops is not None and args.compute_time is None
-        else "scales --tflops into a compute time, and --tflops was not given",
-        "add --tflops PEAK, or drop --mfu (a --compute-time is used as measured)",
-    )
     model = args.model is not None or any(
         getattr(args, f.lstrip("-").replace("-", "_")) is not None for f, _, _ in MODEL_FLAGS
     )
     no_model = None if model else "the communication planner runs only for a model"
-    for dest, option in (
-        ("global_batch", "--global-batch"),
-        ("sequence_parallel", "--sequence-parallel"),
-    ):
-        refuse_if(
-            args,
-            dest,
-            option,
-            no_model and f"is a setting of the model's steps, and {no_model}",
-            "add --model NAME (or --hidden --layers --seq --params)",
-        )
+    model_hint = "add --model NAME (or --hidden --layers --seq --params)"
+    return [
+        ("top", "--top", rec and f"counts --recommend's layouts, and {rec}",
+         "add --recommend, or drop --top"),
+        ("device_memory", "--device-memory",
+         None if model or args.recommend
+         else "checks a model's state per device, and no model was given",
+         "add --model (or the model settings), or drop --device-memory"),
+        ("rank_table_version", "--rank-table-version",
+         None if args.hccl_rank_table
+         else "is the version of --hccl-rank-table's file, and --hccl-rank-table was not given",
+         "add --hccl-rank-table OUT, or drop --rank-table-version"),
+        ("tflops", "--tflops",
+         None if args.compute_time is None
+         else "derives the compute time, and --compute-time gives it",
+         "give --compute-time or --tflops (with --mfu), not both"),
+        ("mfu", "--mfu",
+         None if args.tflops is not None and args.compute_time is None
+         else "scales --tflops into a compute time, and --tflops was not given",
+         "add --tflops PEAK, or drop --mfu (a --compute-time is used as measured)"),
+        ("global_batch", "--global-batch",
+         no_model and f"is a setting of the model's steps, and {no_model}", model_hint),
+        ("sequence_parallel", "--sequence-parallel",
+         no_model and f"is a setting of the model's steps, and {no_model}", model_hint),
+    ]  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
