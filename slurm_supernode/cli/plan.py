@@ -8,11 +8,17 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING, Any
 
 from slurm_supernode.cli.layout_args import add_layout_arguments, layout_from_args
 from slurm_supernode.cli.options import int_range, number, refuse_if
 from slurm_supernode.errors import InputError, PlacementError
 from slurm_supernode.jobenv import JobEnvironment, SnrunSettings
+
+if TYPE_CHECKING:
+    from slurm_supernode.placement.cost import Workload
+    from slurm_supernode.placement.model import Layout, RankMap
+    from slurm_supernode.site.model import Site
 
 _positive = int_range(1, 1 << 30)
 _amount = number(above=0, maximum=1e18)
@@ -216,23 +222,40 @@ def run(args: argparse.Namespace) -> int:
         rm = replace(rm, cost=plan_cost(site, rm, work, base))
 
     recs = None
-    if args.recommend:
-        from slurm_supernode.placement.recommend import recommend
+    if args.recommend and work is not None:  # _workload refuses --recommend without a model
+        recs = _recommendations(args, site, layout, work, memory_gb)
+    _write_side_files(args, site, rm)
+    _write_plan(args, site, rm, recs, work, memory_gb)
+    return 0
 
-        recs = [
-            c.as_dict()
-            for c in recommend(
-                site,
-                args.nodelist,
-                work,
-                args.nproc_per_node,
-                order=layout.order,
-                framework=layout.framework,
-                device_memory_gb=memory_gb,
-                top=args.top,
-            )
-        ]
 
+def _recommendations(
+    args: argparse.Namespace,
+    site: Site,
+    layout: Layout,
+    work: Workload,
+    memory_gb: float | None,
+) -> list[dict[str, Any]]:
+    """--recommend: the best layouts for this allocation (and model), as plan JSON rows."""
+    from slurm_supernode.placement.recommend import recommend
+
+    return [
+        c.as_dict()
+        for c in recommend(
+            site,
+            args.nodelist,
+            work,
+            args.nproc_per_node,
+            order=layout.order,
+            framework=layout.framework,
+            device_memory_gb=memory_gb,
+            top=args.top,
+        )
+    ]
+
+
+def _write_side_files(args: argparse.Namespace, site: Site, rm: RankMap) -> None:
+    """The HCCL rank table and the NCCL topology file, where asked for."""
     if args.hccl_rank_table:
         from slurm_supernode.placement.hccl import write_rank_table
 
@@ -243,9 +266,6 @@ def run(args: argparse.Namespace) -> int:
 
         path = write_topo_file(site, rm, args.nccl_topo_file)
         print(f"wrote NCCL topology file: {path}", file=sys.stderr)
-
-    _write_plan(args, site, rm, recs, work, memory_gb)
-    return 0
 
 
 def _allocation_given(args: argparse.Namespace) -> bool:
