@@ -248,7 +248,9 @@ def container_launch(
         attempt=job_env.attempt,
         job_id=job_env.job_id or 0,
         vendor=inputs.vendor,
-        extra_mounts=[f"{ERROR_HOOK_DIR}:{ERROR_HOOK_DIR}:ro"],
+        # snrun's own files the ranks run inside: the error hook and (forked workers) the
+        # rank entry, read-only at the same path
+        extra_mounts=[f"{d}:{d}:ro" for d in (ERROR_HOOK_DIR, os.path.dirname(RANK_ENTRY))],
         image_config=read_image_config(spec),
         home=environ.get("HOME"),
     )
