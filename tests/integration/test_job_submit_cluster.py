@@ -133,7 +133,7 @@ def test_snrun_heterogeneous_job_passes_unchanged(lua_conf, tmp_path):
     assert "snrun job_submit" not in proc.stderr
     first = jobs.parse_job_id(proc.stdout)
     infos = [jobs.wait_for(first + i, set(), TIMEOUT) for i in range(2)]
-    assert all(i.state == "COMPLETED" and i.num_nodes == 4 for i in infos), infos
+    assert all(i.state.base == "COMPLETED" and i.num_nodes == 4 for i in infos), infos
     got = [supernodes_of(i.nodelist) for i in infos]
     assert all(len(g) == 1 for g in got) and got[0] != got[1]
 
