@@ -33,7 +33,7 @@ format:
 	ruff check --fix slurm_supernode tests bench contrib
 
 unit:
-	$(PYTHON) -m pytest -q -m "not slurm"
+	$(PYTHON) -m pytest -q -m "not slurm" -n auto
 
 roots:  ## build (once) the Debian roots of Slurm 24.11 (trixie) and 26.05 (forky), and 25.11 + pyslurm from source
 	$(MC) build --slurm 24.11
@@ -48,7 +48,7 @@ integration:  ## the slurm-marked tests on one cluster: make integration SLURM=2
 # What CI runs: lint, the unit tests once, the integration tests on 22.05 (tree) and on
 # 24.11 (block, with slurmdbd accounting). ~30 min on 2 cores.
 test: install lint
-	$(PYTHON) -m pytest -q -m "not slurm"
+	$(PYTHON) -m pytest -q -m "not slurm" -n auto
 	$(MAKE) --no-print-directory integration SLURM=host TOPOLOGY=tree
 	$(MC) build --slurm 24.11
 	$(MAKE) --no-print-directory integration SLURM=24.11 TOPOLOGY=block ACCOUNTING=1
