@@ -3,17 +3,18 @@
 Two ways to run a bench every night, chosen by what the Slurm has:
 
 - ``scrontab``: one entry per schedule in the user's scrontab; at HH:MM Slurm runs
-  ``snrun bench submit ...`` as a small job, which submits the bench job itself (a scron
-  entry cannot ask for whole super nodes).
+  ``snrun bench schedule --resubmit NAME`` as a small job, which submits the bench job of the
+  stored spec itself (a scron entry cannot ask for whole super nodes).
 - ``chain`` (no scrontab: Debian 12's Slurm 22.05 has no client, and 24.11+ turns scrontab off
   unless slurm.conf has ``ScronParameters=enable``): a bench job with ``--begin`` at the
   next HH:MM whose script first submits its successor for the night after, then measures, so
   a failing bench never ends the schedule. Its jobs are named ``snrun-bench-nightly-NAME``.
 
 The registry (``<state_dir>/bench-schedules.json``) remembers every schedule so that
-``--list`` and ``--remove`` work in both modes and a chained job finds its options again;
-it is changed under a file lock and rewritten atomically. Everything here except the
-registry's file access is pure.
+``--list`` and ``--remove`` work in both modes and each run finds its bench again: a typed,
+versioned spec (``bench/stored_spec.py``), never argv to re-parse; old argv entries are
+migrated on read. It is changed under a file lock and rewritten atomically. Everything here
+except the registry's file access is pure.
 """
 
 from __future__ import annotations
@@ -24,17 +25,25 @@ import secrets
 import shlex
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 
 from filelock import FileLock
 
+from slurm_supernode.bench.stored_spec import (
+    SpecError,
+    spec_from_argv,
+    spec_from_dict,
+    spec_to_dict,
+)
+from slurm_supernode.bench.submit import BenchJob
 from slurm_supernode.errors import InputError
 from slurm_supernode.fsutil import expand_path, write_atomic
 
 JOB_PREFIX = "snrun-bench-nightly"
 REGISTRY_NAME = "bench-schedules.json"
+REGISTRY_VERSION = 2  # 2: each schedule holds a typed spec (1: the options as argv)
 MODES = ("auto", "scrontab", "chain")
 _HHMM = re.compile(r"^(\d{1,2}):(\d{2})$")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -64,17 +73,19 @@ def choose_mode(requested: str, has_scrontab: bool, why_not: str | None) -> tupl
 
 @dataclass(frozen=True)
 class Schedule:
-    """One recurring bench: when, how, and the ``snrun bench submit`` options it runs with."""
+    """One recurring bench: when, how, and the bench run (``spec``) each night submits."""
 
     id: str
     name: str
     at: str  # "HH:MM", local time of the Slurm controller
     mode: str  # "scrontab" or "chain"
     site: str  # the --site argument (name or absolute path) the jobs are planned with
-    submit_args: tuple[str, ...] = ()  # bench options, e.g. ("--sizes", "1M-1G")
+    spec: BenchJob | None = None  # None: an old (argv) entry this version cannot read
     workdir: str = ""
     created: float = 0.0
     job_ids: tuple[int, ...] = field(default=())  # chain: jobs submitted so far (last = next)
+    old_args: tuple[str, ...] = ()  # the argv of an unreadable old entry, kept as stored
+    unreadable: str = field(default="", compare=False)  # why spec is None
 
     @property
     def job_name(self) -> str:
@@ -121,10 +132,11 @@ def new_schedule(
     at: str,
     mode: str,
     site: str,
-    submit_args: Sequence[str],
+    spec: BenchJob,
     workdir: str,
     now: float | None = None,
 ) -> Schedule:
+    """A new schedule running ``spec`` (planned with ``site``) every night at ``at``."""
     parse_hhmm(at)
     return Schedule(
         id=secrets.token_hex(4),
@@ -132,9 +144,24 @@ def new_schedule(
         at=at,
         mode=mode,
         site=site,
-        submit_args=tuple(submit_args),
+        spec=replace(spec, site_arg=site),
         workdir=workdir,
         created=time.time() if now is None else now,
+    )
+
+
+def spec_of(entry: Schedule, registry: Path) -> BenchJob:
+    """The bench run of a schedule; an old entry that could not be read is refused here
+    (one line saying how to re-install), so --list and --remove still work on it."""
+    if entry.spec is not None:
+        return entry.spec
+    raise InputError(
+        f"schedule {entry.name!r} is stored in an old form this snrun cannot read"
+        f" ({entry.unreadable})",
+        where=str(registry),
+        hint=f"re-install it: snrun bench schedule --remove {entry.name} --site {entry.site},"
+        f" then snrun bench schedule --nightly {entry.at} --name {entry.name} --site"
+        f" {entry.site} [options]",
     )
 
 
@@ -183,17 +210,45 @@ def registry_path(state_dir: str) -> Path:
 
 
 def _from_dict(data: dict) -> Schedule:
+    """One registry entry: the typed ``spec`` (version 1), or an old entry's argv
+    (``submit_args``) migrated on read; one that cannot be migrated keeps its argv and says why."""
+    site = str(data["site"])
+    spec: BenchJob | None = None
+    old_args: tuple[str, ...] = ()
+    why = ""
+    try:
+        if "spec" in data:
+            spec = spec_from_dict(data["spec"], site=site)
+        else:
+            old_args = tuple(str(a) for a in data.get("submit_args", ()))
+            spec = spec_from_argv(old_args, site=site)
+            old_args = ()
+    except SpecError as exc:
+        why = str(exc)
     return Schedule(
         id=str(data["id"]),
         name=str(data["name"]),
         at=str(data["at"]),
         mode=str(data["mode"]),
-        site=str(data["site"]),
-        submit_args=tuple(str(a) for a in data.get("submit_args", ())),
+        site=site,
+        spec=spec,
         workdir=str(data.get("workdir", "")),
         created=float(data.get("created", 0.0)),
         job_ids=tuple(int(j) for j in data.get("job_ids", ())),
+        old_args=old_args,
+        unreadable=why,
     )
+
+
+def _to_dict(entry: Schedule) -> dict:
+    data: dict = {"id": entry.id, "name": entry.name, "at": entry.at, "mode": entry.mode,
+                  "site": entry.site}  # fmt: skip
+    if entry.spec is not None:
+        data["spec"] = spec_to_dict(entry.spec)
+    else:
+        data["submit_args"] = list(entry.old_args)
+    data.update(workdir=entry.workdir, created=entry.created, job_ids=list(entry.job_ids))
+    return data
 
 
 def load_schedules(path: Path) -> list[Schedule]:
@@ -208,17 +263,26 @@ def load_schedules(path: Path) -> list[Schedule]:
         ) from None
     try:
         data = json.loads(text)
-        return [_from_dict(d) for d in data["schedules"]]
-    except (ValueError, KeyError, TypeError) as exc:
+        version = data.get("version", 1)
+        entries = [_from_dict(d) for d in data["schedules"]]
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise InputError(
             f"the schedule registry is damaged: {exc}",
             where=str(path),
             hint="fix or delete the file (and remove the scrontab entries / jobs it named)",
         ) from None
+    if not isinstance(version, int) or version > REGISTRY_VERSION:
+        raise InputError(
+            f"the schedule registry is version {version!r}, newer than this snrun's"
+            f" ({REGISTRY_VERSION})",
+            where=str(path),
+            hint="use the snrun that installed the schedules",
+        )
+    return entries
 
 
 def save_schedules(path: Path, entries: Sequence[Schedule]) -> None:
-    data = {"version": 1, "schedules": [asdict(e) for e in entries]}
+    data = {"version": REGISTRY_VERSION, "schedules": [_to_dict(e) for e in entries]}
     write_atomic(path, json.dumps(data, indent=1) + "\n")
 
 

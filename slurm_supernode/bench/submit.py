@@ -61,6 +61,7 @@ class BenchJob:
     schedule: str | None = None  # chain schedule name (the job submits its successor)
     site_arg: str | None = None  # how a successor finds the site (name or path)
     workdir: str | None = None
+    jobs_dir: str | None = None  # where the job directory goes (default: the site's)
 
 
 def choose_supernodes(site: Site, job: BenchJob) -> tuple[SuperNode, ...]:

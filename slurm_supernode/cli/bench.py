@@ -3,9 +3,9 @@
 - ``snrun bench run``: inside a job or under torchrun, one process per device; rank 0 prints
   the nccl-tests-like table and stores the run (``--json``, ``--db``).
 - ``snrun bench report``: the latest runs against a rolling baseline; exit 3 on a regression.
-- ``snrun bench submit``: a bench job over whole super nodes (``bench/submit.py``).
+- ``snrun bench submit``: a bench job over whole super nodes (``api/bench.py``).
 - ``snrun bench schedule``: a nightly bench (scrontab, or a self-resubmitting job), list and
-  remove (``bench/schedule.py``; the actions live in ``cli/bench_schedule.py``).
+  remove (``api/schedules.py``; the arguments of both in ``cli/bench_schedule.py``).
 
 Torch is imported only by ``run``.
 """
@@ -13,14 +13,12 @@ Torch is imported only by ``run``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 
 from slurm_supernode.bench.model import BACKENDS, TIMINGS
 from slurm_supernode.cli.options import non_negative, number, positive, refuse_if
 from slurm_supernode.errors import InputError
-from slurm_supernode.fsutil import write_atomic
 from slurm_supernode.jobenv import SnrunSettings
 
 ACTIONS = ("run", "report", "submit", "schedule")
@@ -174,14 +172,13 @@ def config_from_args(args: argparse.Namespace, env=os.environ):
 
 
 def _run(args: argparse.Namespace) -> int:
+    from slurm_supernode.api.bench import measure, wrong_elements
     from slurm_supernode.fsutil import check_output_path
 
     config = config_from_args(args)
     if args.json:
         check_output_path(args.json, "--json")
-    from slurm_supernode.bench.collectives import run_benchmark
-
-    result = run_benchmark(config)
+    result = measure(config, json_out=args.json, db=args.db)
     if result is None:  # not rank 0
         return 0
     if not args.quiet:
@@ -189,14 +186,7 @@ def _run(args: argparse.Namespace) -> int:
 
         sys.stdout.write(format_run(result))
         sys.stdout.flush()
-    if args.json:
-        write_atomic(args.json, json.dumps(result.to_dict(), indent=1) + "\n")
-    if args.db:
-        from slurm_supernode.bench.store import open_store
-
-        with open_store(args.db) as store:
-            store.add_run(result)
-    wrong = sum(r.wrong for r in result.results)
+    wrong = wrong_elements(result)
     if wrong:
         print(f"snrun: error: {wrong} wrong element(s) in the results", file=sys.stderr)
         return 1

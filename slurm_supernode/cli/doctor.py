@@ -1,10 +1,11 @@
-"""`snrun doctor`: the six-step troubleshooting checklist (argument parsing and wiring).
+"""`snrun doctor`: the six-step troubleshooting checklist (argument parsing and printing).
 
-On the login node: load the site, check the nodes' Slurm state, submit the doctor job on
-whole super nodes (or named nodes), or run it as an overlapping step in a running job
-(``--job``), wait, judge the facts it wrote (``doctor/steps.py``), print the verdicts, write
-the HTML page. ``--in-job`` is the part torchrun runs inside the allocation. Exit codes as
-``snrun health``: 0 ok, 1 warn, 2 fail, 3 unknown (2 also for bad input).
+``api/doctor.py`` does the work: on the login node it loads the site, checks the nodes' Slurm
+state, submits the doctor job on whole super nodes (or named nodes), or runs it as an
+overlapping step in a running job (``--job``), waits, judges the facts it wrote
+(``doctor/steps.py``) and writes the HTML page; this module prints the verdicts.
+``--in-job`` is the part torchrun runs inside the allocation. Exit codes as ``snrun health``:
+0 ok, 1 warn, 2 fail, 3 unknown (2 also for bad input).
 """
 
 from __future__ import annotations
@@ -12,12 +13,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
 from slurm_supernode.bench.model import BACKENDS
 from slurm_supernode.cli.options import add_service_job_arguments, refuse_if
-from slurm_supernode.errors import InputError, JobError
-from slurm_supernode.jobenv import JobEnvironment, SnrunSettings
+from slurm_supernode.errors import InputError
 
 
 def _size(text: str) -> int:
@@ -112,57 +111,30 @@ def check_inapplicable(ns: argparse.Namespace) -> None:
 
 
 def run(ns: argparse.Namespace) -> int:
+    from slurm_supernode.api import doctor
+
     if ns.in_job:
-        return _in_job(ns)
+        return doctor.run_inside(site=ns.site, db=ns.db, backend=ns.backend, size=ns.size,
+                                 iters=ns.iters, checkpoint_dir=ns.checkpoint_dir)  # fmt: skip
     check_inapplicable(ns)
-    from slurm_supernode.cli.bench_schedule import site_argument
-    from slurm_supernode.site.loader import load_site
-
-    site_arg = site_argument(ns.site)
-    site = load_site(site_arg)
     if ns.facts:
-        return _judge(site, _read_facts(Path(ns.facts)), ns, job_dir=None)
-    job = _doctor_job(ns, site, site_arg)
-    from slurm_supernode.doctor.job import FACTS_FILE, plan_doctor
-    from slurm_supernode.launch.facts import gather_facts
-    from slurm_supernode.launch.jobdir import jobs_root
-
-    root = jobs_root(ns.jobs_dir, site_jobs_dir=site.paths.jobs_dir)
-    facts = gather_facts(site, required=not ns.dry_run)
-    plan = plan_doctor(site, job, facts, jobs_root=root)
+        return _print(doctor.judge_facts_file(ns.facts, site=ns.site, html=ns.html), ns)
+    job = _doctor_job(ns)
     if ns.dry_run:
-        print(plan.script, end="")
+        print(doctor.plan_doctor_job(job, jobs_dir=ns.jobs_dir, in_job=ns.job).script, end="")
         return 0
-    before = _login_findings(site, job.hosts)
-    if ns.job:
-        from slurm_supernode.doctor.job import run_in_job
-
-        print(f"snrun: doctor step in job {ns.job} on {len(job.hosts)} node(s)", file=sys.stderr)
-        code = run_in_job(plan, ns.job, job.hosts, ns.timeout)
-        job_id = ns.job
-        state = f"step exit {code}"
-    else:
-        from slurm_supernode.launch.job import submit_job
-        from slurm_supernode.slurm import jobs
-
-        job_id = submit_job(plan)
-        print(f"snrun: doctor job {job_id} submitted; waiting ({plan.job_dir})", file=sys.stderr)
-        info = jobs.wait_for(job_id, (), timeout=ns.timeout, poll=2)
-        state = f"{info.state} exit {info.exit_code}"
-    path = plan.job_dir / FACTS_FILE
-    if not path.exists():
-        from slurm_supernode.forensics.report import last_failure
-
-        cause = last_failure(plan.job_dir)
-        raise JobError(
-            f"doctor job {job_id} ended ({state}) without results"
-            + (f": {cause}" if cause else ""),
-            hint=f"its log: {plan.job_dir / 'logs'}",
-        )
-    return _judge(site, _read_facts(path), ns, job_dir=plan.job_dir, extra=before)
+    outcome = doctor.run_doctor(
+        job,
+        jobs_dir=ns.jobs_dir,
+        in_job=ns.job,
+        timeout=ns.timeout,
+        html=ns.html,
+        progress=lambda message: print(f"snrun: {message}", file=sys.stderr),
+    )
+    return _print(outcome, ns)
 
 
-def _doctor_job(ns: argparse.Namespace, site, site_arg):
+def _doctor_job(ns: argparse.Namespace):
     from slurm_supernode.doctor.job import DoctorJob
     from slurm_supernode.hostlist import HostlistError, expand
 
@@ -172,16 +144,6 @@ def _doctor_job(ns: argparse.Namespace, site, site_arg):
             hosts = tuple(dict.fromkeys(expand(ns.nodes)))
         except HostlistError as exc:
             raise InputError(f"bad hostlist: {exc}", where="--nodes") from None
-    if ns.job:
-        from slurm_supernode.slurm import job_lookup
-
-        info = job_lookup.job_info(ns.job)
-        if info is None or not info.running or not info.nodelist:
-            state = "unknown to Slurm" if info is None else info.state
-            raise InputError(
-                f"job {ns.job} is {state}, not running", where="--job", hint="squeue --me"
-            )
-        hosts = tuple(expand(info.nodelist))
     return DoctorJob(
         supernodes=ns.supernodes,
         count=ns.count,
@@ -190,107 +152,23 @@ def _doctor_job(ns: argparse.Namespace, site, site_arg):
         backend=ns.backend,
         size=ns.size,
         iters=ns.iters,
-        db=ns.db or SnrunSettings.from_environ().bench_db,
+        db=ns.db,
         checkpoint_dir=ns.checkpoint_dir,
         time=ns.time,
         partition=ns.partition,
         profiles=tuple(ns.profile),
-        site_arg=site_arg,
+        site_arg=ns.site,
     )
 
 
-def _login_findings(site, hosts: tuple[str, ...]) -> list:
-    """What needs no allocation: Slurm's view of the named nodes (drained, down)."""
-    from slurm_supernode.doctor.model import Finding
-    from slurm_supernode.health.checks import CRITICAL, OK
-    from slurm_supernode.hostlist import fold
-    from slurm_supernode.slurm import nodes
-
-    if not hosts:
-        return []
-    infos = nodes.node_infos(list(hosts))
-    bad = [i for i in infos if i.drained or "DOWN" in (i.state or "").upper()]
-    out = [
-        Finding(
-            "device",
-            "slurm",
-            CRITICAL,
-            f"{i.state}: {i.reason or 'no reason'}",
-            expected="IDLE/ALLOCATED/MIXED",
-            where=i.name,
-            next=f"scontrol show node {i.name}; snrun health --node {i.name}",
-        )
-        for i in bad
-    ]
-    if not bad:
-        out.append(Finding("device", "slurm", OK, "no node drained or down", where=fold(hosts)))
-    return out
-
-
-def _read_facts(path: Path):
-    from slurm_supernode.doctor.model import DoctorFacts
-
-    try:
-        data = json.loads(path.read_text())
-        return DoctorFacts.from_dict(data)
-    except OSError as exc:
-        raise InputError(f"cannot read it: {exc.strerror}", where=str(path)) from None
-    except (ValueError, KeyError, TypeError) as exc:
-        raise InputError(f"not a doctor facts file ({exc})", where=str(path)) from None
-
-
-def _judge(site, facts, ns, *, job_dir: Path | None, extra=()) -> int:
-    from slurm_supernode.doctor.html import render_html
-    from slurm_supernode.doctor.steps import evaluate
+def _print(outcome, ns: argparse.Namespace) -> int:
+    """The report as text (or JSON); the exit code is its status."""
     from slurm_supernode.doctor.text import format_report
-    from slurm_supernode.fsutil import write_atomic
 
-    report = evaluate(site, facts, extra=extra)
-    html_path = ns.html or (str(job_dir / "doctor.html") if job_dir else None)
-    if html_path:
-        try:
-            write_atomic(html_path, render_html(report, facts, slow_pct=site.doctor.slow_pct))
-            write_atomic(
-                Path(html_path).with_suffix(".json"), json.dumps(report.to_dict(), indent=1)
-            )
-        except OSError as exc:
-            raise InputError(f"cannot write {html_path}: {exc.strerror}", where="--html") from None
     if ns.json:
-        print(json.dumps(report.to_dict(), indent=1))
+        print(json.dumps(outcome.report.to_dict(), indent=1))
     else:
-        sys.stdout.write(format_report(report))
-        if html_path:
-            print(f"page: {html_path}")
-    status = report.status
-    return status if status > 0 else 0
-
-
-def _in_job(ns: argparse.Namespace) -> int:
-    from slurm_supernode.doctor.inside import InsideOptions, run_inside
-    from slurm_supernode.site.loader import load_site
-
-    settings = SnrunSettings.from_environ()
-    job_dir = settings.job_dir
-    site_file = settings.site_file or ns.site
-    if not job_dir or not site_file:
-        raise InputError(
-            "--in-job runs inside a doctor job (SNRUN_JOB_DIR, SNRUN_SITE_FILE)",
-            where="--in-job",
-            hint="snrun doctor --site S",
-        )
-    site = load_site(site_file)
-    paths = [job_dir]
-    if ns.checkpoint_dir:
-        paths.append(ns.checkpoint_dir)
-    from slurm_supernode.doctor.job import FACTS_FILE
-
-    opts = InsideOptions(
-        out=str(Path(job_dir) / FACTS_FILE),
-        db=ns.db,
-        backend=ns.backend,
-        size=ns.size,
-        iters=ns.iters,
-        storage_paths=tuple(paths),
-        job_id=str(JobEnvironment.from_environ().job_id or ""),
-    )
-    return run_inside(site, opts)
+        sys.stdout.write(format_report(outcome.report))
+        if outcome.html:
+            print(f"page: {outcome.html}")
+    return outcome.status

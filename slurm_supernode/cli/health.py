@@ -1,4 +1,5 @@
-"""`snrun health`: check this node; Nagios exit codes; drain / resume it through Slurm.
+"""`snrun health`: check this node; Nagios exit codes; drain / resume it through Slurm
+(argument parsing and printing; the checks and the drain are ``api/health.py``).
 
 Usable as Slurm's HealthCheckProgram or in a prolog (fast, no torch unless --allreduce).
 Exit 0 ok, 1 warning, 2 critical, 3 unknown. With --drain a critical node is drained with
@@ -11,10 +12,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import asdict
 
 from slurm_supernode.cli.options import non_negative, number, positive, refuse_if
-from slurm_supernode.jobenv import JobEnvironment, SnrunSettings
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -49,21 +48,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the results as JSON")
 
 
-def _site(arg: str | None):
-    from slurm_supernode.site.loader import load_site
-
-    if arg is None and not SnrunSettings.from_environ().site:
-        return None
-    return load_site(arg)
-
-
 def run(ns: argparse.Namespace) -> int:
-    from slurm_supernode.errors import InputError
-    from slurm_supernode.health import checks
-    from slurm_supernode.health.probe import HealthOptions, run_checks
+    from slurm_supernode.api.health import HealthOptions, check_node
 
-    if ns.path and ns.min_free_gb is None:
-        raise InputError("needs --min-free-gb", where="--path", hint="e.g. --min-free-gb 10")
     for dest, option in (
         ("allreduce_backend", "--allreduce-backend"),
         ("allreduce_nproc", "--allreduce-nproc"),
@@ -78,10 +65,8 @@ def run(ns: argparse.Namespace) -> int:
             else "is a setting of the all-reduce check, and --allreduce was not given",
             f"add --allreduce, or drop {option}",
         )
-    site = _site(ns.site)
-    node = ns.node or JobEnvironment.from_environ().hostname()
-    opts = HealthOptions(
-        node=node,
+    options = HealthOptions(
+        node=ns.node or "",
         expect_devices=ns.expect_devices,
         min_free_gb=ns.min_free_gb,
         paths=tuple(ns.path),
@@ -90,41 +75,17 @@ def run(ns: argparse.Namespace) -> int:
         allreduce_nproc=ns.allreduce_nproc,
         timeout=ns.timeout,
     )
-    results = run_checks(site, opts)
-    status = checks.overall_status(results)
-    action = None
-    if ns.drain or ns.resume_ok:
-        action = _act(node, status, results, drain=ns.drain, resume_ok=ns.resume_ok)
+    outcome = check_node(options, site=ns.site, drain=ns.drain, resume_ok=ns.resume_ok)
+    if outcome.note:
+        print(f"snrun: {outcome.note}", file=sys.stderr)
     if ns.json:
-        print(json.dumps({"node": node, "status": status, "status_name":
-                          checks.STATUS_NAMES[status], "action": action,
-                          "checks": [asdict(r) for r in results]}, indent=1))  # fmt: skip
-    else:
-        worst = [r for r in results if r.status == status] or results
-        summary = "; ".join(f"{r.name}: {r.message}" for r in worst[:3])
-        print(f"SNRUN HEALTH {checks.STATUS_NAMES[status]} - {node}: {summary}")
-        for r in results:
-            print(f"  {r.status_name:<8} {r.name:<11} {r.message}")
-        if action:
-            print(f"  action: {action} {node}")
-    return status
-
-
-def _act(node: str, status: int, results, *, drain: bool, resume_ok: bool) -> str | None:
-    """Drain or resume through the Slurm layer; returns what was done."""
-    from slurm_supernode.errors import InputError
-    from slurm_supernode.health import checks
-    from slurm_supernode.slurm import nodes
-
-    infos = nodes.node_infos(node)
-    if not infos:
-        raise InputError(f"Slurm has no node {node!r}", where="--node")
-    info = infos[0]
-    action = checks.node_action(status, info.drained, info.reason, drain=drain, resume_ok=resume_ok)
-    if action == "drain":
-        nodes.drain(node, checks.drain_reason(results))
-    elif action == "resume":
-        nodes.resume(node)
-    elif status == checks.CRITICAL and drain and info.drained:
-        print(f"snrun: {node} already drained ({info.reason}): reason kept", file=sys.stderr)
-    return action
+        print(json.dumps(outcome.to_dict(), indent=1))
+        return outcome.status
+    worst = [r for r in outcome.results if r.status == outcome.status] or list(outcome.results)
+    summary = "; ".join(f"{r.name}: {r.message}" for r in worst[:3])
+    print(f"SNRUN HEALTH {outcome.status_name} - {outcome.node}: {summary}")
+    for r in outcome.results:
+        print(f"  {r.status_name:<8} {r.name:<11} {r.message}")
+    if outcome.action:
+        print(f"  action: {outcome.action} {outcome.node}")
+    return outcome.status

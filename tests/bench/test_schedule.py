@@ -45,8 +45,8 @@ def test_bad_time_of_day(bad):
 
 def test_registry_add_find_remove_and_damage(tmp_path):
     path = sch.registry_path(str(tmp_path / "state"))
-    a = sch.new_schedule("lab", "02:00", "chain", "local", ["--sizes", "1M"], "/w", now=1.0)
-    b = sch.new_schedule("lab2", "03:00", "scrontab", "local", [], "/w", now=2.0)
+    a = sch.new_schedule("lab", "02:00", "chain", "local", BenchJob(sizes="1M"), "/w", now=1.0)
+    b = sch.new_schedule("lab2", "03:00", "scrontab", "local", BenchJob(), "/w", now=2.0)
     sch.update_schedules(path, lambda es: sch.add_schedule(es, a))
     sch.update_schedules(path, lambda es: sch.add_schedule(es, b))
     with pytest.raises(InputError, match="exists already"):
@@ -73,7 +73,7 @@ def test_concurrent_registry_updates_lose_nothing(tmp_path):
     path = sch.registry_path(str(tmp_path))
 
     def add(i: int) -> None:
-        e = sch.new_schedule(f"s{i}", "01:00", "chain", "local", [], "/w")
+        e = sch.new_schedule(f"s{i}", "01:00", "chain", "local", BenchJob(), "/w")
         sch.update_schedules(path, lambda es: sch.add_schedule(es, e))
 
     threads = [threading.Thread(target=add, args=(i,)) for i in range(12)]
@@ -85,7 +85,7 @@ def test_concurrent_registry_updates_lose_nothing(tmp_path):
 
 
 def test_scrontab_block_round_trip_keeps_other_lines():
-    entry = sch.new_schedule("lab", "02:05", "scrontab", "/etc/s it.yaml", [], "/w d")
+    entry = sch.new_schedule("lab", "02:05", "scrontab", "/etc/s it.yaml", BenchJob(), "/w d")
     cmd = ["python3", "-m", "slurm_supernode", "bench", "submit", "--site", entry.site]
     block = sch.scron_block(entry, cmd, ["--time=00:10:00"])
     lines = block.splitlines()

@@ -597,10 +597,10 @@ def test_unforeseen_os_error_is_one_line(monkeypatch, capsys):
 
 
 def test_bench_env_profile_keeps_the_old_name_for_installed_schedules():
-    from slurm_supernode.cli.bench_schedule import job_option_argv
+    from slurm_supernode.cli.bench_schedule import bench_job
     from slurm_supernode.cli.main import build_parser
 
     parser = build_parser("bench")
     assert parser.parse_args(["submit"]).profile == []
     ns = parser.parse_args(["submit", "--profile", "old", "--env-profile", "new"])
-    assert job_option_argv(ns) == ["--env-profile", "old", "--env-profile", "new"]
+    assert bench_job(ns).profiles == ("old", "new")

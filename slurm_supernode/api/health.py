@@ -1,0 +1,102 @@
+"""Node health from Python: run the checks on a node, and drain or resume it through Slurm
+(NHC's convention: drain on critical, resume only a node snrun drained). ``snrun health``
+parses its arguments, calls ``check_node`` and prints the outcome."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from slurm_supernode.health.probe import HealthOptions
+from slurm_supernode.jobenv import JobEnvironment, SnrunSettings
+
+if TYPE_CHECKING:
+    from slurm_supernode.health.checks import CheckResult
+    from slurm_supernode.site.model import Site
+
+__all__ = ["HealthOptions", "HealthOutcome", "act_on_node", "check_node", "load_optional_site"]
+
+
+@dataclass(frozen=True)
+class HealthOutcome:
+    """The node's checks, their worst status, and what was done to the node."""
+
+    node: str
+    status: int  # 0 ok, 1 warning, 2 critical, 3 unknown (Nagios)
+    results: tuple[CheckResult, ...]
+    action: str | None = None  # "drain" or "resume" when one was done
+    note: str | None = None  # why nothing was done when one was asked (e.g. reason kept)
+
+    @property
+    def status_name(self) -> str:
+        from slurm_supernode.health.checks import STATUS_NAMES
+
+        return STATUS_NAMES[self.status]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "node": self.node,
+            "status": self.status,
+            "status_name": self.status_name,
+            "action": self.action,
+            "checks": [dataclasses.asdict(r) for r in self.results],
+        }
+
+
+def load_optional_site(site: str | None) -> Site | None:
+    """The site (name or file, default ``$SNRUN_SITE``); None when neither is given."""
+    from slurm_supernode.site.loader import load_site
+
+    if site is None and not SnrunSettings.from_environ().site:
+        return None
+    return load_site(site)
+
+
+def check_node(
+    options: HealthOptions,
+    *,
+    site: str | None = None,
+    drain: bool = False,
+    resume_ok: bool = False,
+) -> HealthOutcome:
+    """Run the checks of ``options`` (node "": this host); with ``drain`` a critical node is
+    drained (reason ``snrun: ...``), with ``resume_ok`` a passing node snrun drained is
+    resumed. A node drained for another reason keeps it."""
+    from slurm_supernode.errors import InputError
+    from slurm_supernode.health import checks
+    from slurm_supernode.health.probe import run_checks
+
+    if drain and resume_ok:
+        raise InputError("drain or resume, not both", where="--drain", hint="drop --resume-ok")
+    if options.paths and options.min_free_gb is None:
+        raise InputError("needs --min-free-gb", where="--path", hint="e.g. --min-free-gb 10")
+    if not options.node:
+        options = dataclasses.replace(options, node=JobEnvironment.from_environ().hostname())
+    results = tuple(run_checks(load_optional_site(site), options))
+    outcome = HealthOutcome(options.node, checks.overall_status(results), results)
+    if drain or resume_ok:
+        return act_on_node(outcome, drain=drain, resume_ok=resume_ok)
+    return outcome
+
+
+def act_on_node(outcome: HealthOutcome, *, drain: bool, resume_ok: bool) -> HealthOutcome:
+    """Drain or resume ``outcome.node`` through the Slurm layer as its status says."""
+    from slurm_supernode.errors import InputError
+    from slurm_supernode.health import checks
+    from slurm_supernode.slurm import nodes
+
+    node, status = outcome.node, outcome.status
+    infos = nodes.node_infos(node)
+    if not infos:
+        raise InputError(f"Slurm has no node {node!r}", where="--node")
+    info = infos[0]
+    action = checks.node_action(status, info.drained, info.reason, drain=drain, resume_ok=resume_ok)
+    note = None
+    if action == "drain":
+        nodes.drain(node, checks.drain_reason(outcome.results))
+    elif action == "resume":
+        nodes.resume(node)
+    elif status == checks.CRITICAL and drain and info.drained:
+        note = f"{node} already drained ({info.reason}): reason kept"
+    return dataclasses.replace(outcome, action=action, note=note)
