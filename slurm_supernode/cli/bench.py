@@ -24,13 +24,6 @@ from slurm_supernode.jobenv import SnrunSettings
 ACTIONS = ("run", "report", "submit", "schedule")
 
 
-def default_db(env=os.environ) -> str:
-    """``$SNRUN_BENCH_DB``, else the site default path (``~/.snrun/bench.sqlite``)."""
-    from slurm_supernode.site.model import PathSettings
-
-    return SnrunSettings.from_environ(env).bench_db or PathSettings().results_db
-
-
 _positive_int = positive
 
 
@@ -194,7 +187,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from slurm_supernode.cli.bench_report import main_report, report_site
+    from slurm_supernode.api.bench_report import bench_report
+    from slurm_supernode.bench.report import format_reports
     from slurm_supernode.fsutil import check_output_path
 
     for option in ("html", "prom", "json"):
@@ -202,9 +196,20 @@ def _report(args: argparse.Namespace) -> int:
             check_output_path(getattr(args, option), f"--{option}")
     if args.db and os.path.isdir(args.db):
         raise InputError(f"{args.db} is a directory", where="--db", hint="give the database file")
-    site, bench, site_db = report_site(args.site)
-    db = args.db or SnrunSettings.from_environ().bench_db or site_db or default_db()
-    return main_report(args, db=db, site=site, bench=bench)
+    report = bench_report(
+        db=args.db,
+        site=args.site,
+        threshold_pct=args.threshold,
+        baseline_runs=args.baseline_runs,
+        min_bytes=args.min_bytes,
+        html=args.html,
+        prom=args.prom,
+        json_out=args.json,
+    )
+    for notice in report.notices:
+        print(f"snrun: {notice}", file=sys.stderr)
+    sys.stdout.write(format_reports(report.reports))
+    return report.exit_code
 
 
 def _job_id(environ) -> str:

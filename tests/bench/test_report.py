@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-import argparse
 import re
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 
 import pytest
 
+from slurm_supernode.api.bench_report import thresholds
 from slurm_supernode.bench.report import (
     REGRESSION_EXIT,
     Thresholds,
     build_reports,
 )
 from slurm_supernode.bench.store import open_store
-from slurm_supernode.cli.bench_report import thresholds_from
 from slurm_supernode.cli.main import main
 from slurm_supernode.site.model import BenchSettings
 from tests.bench.helpers import make_run
@@ -123,12 +122,10 @@ def test_groups_and_site_filter(tmp_path, capsys):
 
 
 def test_site_settings_give_thresholds_and_floors(tmp_path):
-    args = argparse.Namespace(threshold=None, baseline_runs=None, min_bytes="1M")
-    th = thresholds_from(args, BenchSettings(regression_pct=4.0, baseline_runs=2,
-                                             min_busbw_gbps=(("world", 99.0),)))  # fmt: skip
+    th = thresholds(BenchSettings(regression_pct=4.0, baseline_runs=2,
+                                  min_busbw_gbps=(("world", 99.0),)))  # fmt: skip
     assert (th.regression_pct, th.baseline_runs, th.floors) == (4.0, 2, (("world", 99.0),))
-    args.threshold = 20.0
-    assert thresholds_from(args, BenchSettings(regression_pct=4.0)).regression_pct == 20.0
+    assert thresholds(BenchSettings(regression_pct=4.0), threshold_pct=20.0).regression_pct == 20.0
     db = tmp_path / "b.sqlite"
     _history(db, [1.0, 1.0])
     with open_store(db) as store:
