@@ -17,7 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from slurm_supernode.api.bench import submit_bench
+from slurm_supernode.api.bench import BenchSubmission, submit_bench
 from slurm_supernode.api.site_ref import site_argument
 from slurm_supernode.bench import schedule as sch
 from slurm_supernode.bench.schedule import Schedule
@@ -138,7 +138,9 @@ def _install_scron(entry: Schedule, site: Site) -> None:
     write_scrontab(sch.add_scron(text, sch.scron_block(entry, scron_command(entry), options)))
 
 
-def _submit_run(entry: Schedule, registry: Path, begin: datetime | None, chain: bool = False):
+def _submit_run(
+    entry: Schedule, registry: Path, begin: datetime | None, chain: bool = False
+) -> BenchSubmission:
     """Submit one bench of ``entry``'s stored spec (``chain``: the job submits its successor)."""
     run = dataclasses.replace(
         sch.spec_of(entry, registry),
@@ -153,8 +155,7 @@ def _submit_run(entry: Schedule, registry: Path, begin: datetime | None, chain: 
 
 def _submit_chained(entry: Schedule, registry: Path, begin: datetime | None) -> int:
     """Submit one run of a chain schedule (``begin`` None: now) and record its job id."""
-    job_id = _submit_run(entry, registry, begin, chain=True).job_id
-    assert job_id is not None
+    job_id = _submit_run(entry, registry, begin, chain=True).job_id or 0  # 0: never (not a dry run)
     sch.update_schedules(registry, lambda es: sch.record_job(es, entry.name, job_id))
     return job_id
 
