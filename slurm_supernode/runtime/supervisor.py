@@ -143,6 +143,7 @@ class Supervisor:
         self.cfg = config
         self.releaser = releaser
         self.signal: StopSignal | None = None
+        self._ended_early = False  # the attempt's end is in the ledger before its step ended
         self._step: subprocess.Popen[bytes] | None = None  # the running srun step
 
     # ----- the loop ---------------------------------------------------------------------------
@@ -165,7 +166,9 @@ class Supervisor:
                 attempt = (chain.attempts[-1].attempt + 1) if chain.attempts else 0
                 result = self.run_attempt(attempt)
                 decision = decide(result, history, self.cfg.budgets)
-                self._record_end(attempt, result, decision)
+                if not self._ended_early:
+                    self._record_end(attempt, result, decision)
+                self._ended_early = False
                 code = self.act(decision)
                 if code is not None:
                     return code
@@ -226,8 +229,12 @@ class Supervisor:
         failed_first: tuple[str, ...] = ()
         hang_timeout = cfg.hang_timeout
         activity, looked = started, 0.0
+        looked_for_cancel = False
         while proc.poll() is None:
             time.sleep(cfg.poll)
+            if self.signal is StopSignal.TERM and not looked_for_cancel:
+                looked_for_cancel = True
+                self._ended_early = self._record_cancel(attempt)
             if cfg.fail_fast and not failed_first and self.signal is None and not hung:
                 failed_first = self._failed_nodes(attempt)
                 if failed_first:  # fail fast: no healthy node waits in torchrun's exit barrier
@@ -472,6 +479,25 @@ class Supervisor:
                 action=Action.REQUEUE.value,
                 detail="job requeued by Slurm while the attempt ran (node lost)",
             )
+
+    def _record_cancel(self, attempt: int) -> bool:
+        """A SIGTERM that is a cancellation (`snrun cancel` marked the chain, or Slurm says
+        CANCELLED): record the attempt's end at once, while Slurm's KillWait runs. Waiting for
+        the step first loses the record when the step takes longer than KillWait to die (a
+        loaded machine) and Slurm's SIGKILL ends the supervisor."""
+        if not self._cancelled():
+            return False
+        progress, _ = self._progress()
+        result = AttemptResult(
+            step_exit=128 + signal.SIGTERM,
+            node_exits={},
+            hosts=list(self.cfg.hosts),
+            signal=StopSignal.TERM,
+            cancelled=True,
+            progress=progress,
+        )
+        self._record_end(attempt, result, decide(result, [], self.cfg.budgets))
+        return True
 
     def _record_end(self, attempt: int, result: AttemptResult, d: Decision) -> None:
         ledger.append(

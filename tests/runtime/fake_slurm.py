@@ -17,7 +17,11 @@ show config`'s ProctrackType, ``job_state`` for `scontrol show job`, ``requeue_f
 - ``hang``: never ends by itself (until the supervisor's SIGTERM: exits 143);
 - ``signal_parent``: "TERM" or "USR2": sends it to the supervisor (as Slurm would to the batch
   step), then waits for the supervisor to forward it; TERM ends the step with 143, USR2 lets it
-  finish with ``exits``/``rc``.
+  finish with ``exits``/``rc``;
+- ``cancelled_by_user``: `snrun cancel` marks the chain CANCELLED, then Slurm's SIGTERM comes (as
+  ``signal_parent`` TERM), and the step is slow to die: it waits (up to 10 s, as Slurm's KillWait
+  would) for the attempt's end in the ledger, writes ``end_seen_before_step_died`` in the job dir
+  (true/false) and exits 143.
 """
 
 from __future__ import annotations
@@ -59,6 +63,8 @@ def srun(args: list[str]) -> int:
     signal.signal(signal.SIGUSR2, lambda *_: got.append("USR2"))
     if step.get("heartbeat"):
         Path(os.environ["SNRUN_HEARTBEAT_FILE"]).write_text(step["heartbeat"] + "\n")
+    if step.get("cancelled_by_user"):
+        return _cancelled_slowly(Path(args[args.index("--job-dir") + 1]), attempt)
     if step.get("signal_parent"):
         os.kill(os.getppid(), getattr(signal, "SIG" + step["signal_parent"]))
         deadline = time.monotonic() + 10
@@ -74,6 +80,24 @@ def srun(args: list[str]) -> int:
     if step.get("linger"):
         return _linger(job_dir, attempt, step)
     return int(step.get("rc", 0))
+
+
+def _cancelled_slowly(job_dir: Path, attempt: int) -> int:
+    from slurm_supernode.runtime import ledger
+
+    ledger.append(job_dir, "final", state="CANCELLED", reason="snrun cancel")
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # slow to die: Slurm's SIGKILL would end it
+    os.kill(os.getppid(), signal.SIGTERM)
+    deadline = time.monotonic() + 10
+    seen = False
+    while not seen and time.monotonic() < deadline:
+        time.sleep(0.02)
+        seen = any(
+            r["event"] == "attempt_end" and r.get("attempt") == attempt
+            for r in ledger.read(job_dir)
+        )
+    (job_dir / "end_seen_before_step_died").write_text(json.dumps(seen))
+    return 143
 
 
 def _agents_report(job_dir: Path, attempt: int, step: dict) -> None:

@@ -271,6 +271,15 @@ def test_sigterm_of_a_cancelled_job_reads_as_cancellation(h):
     assert "preempt" not in format_chain(chain_summary(h.job_dir))
 
 
+def test_snrun_cancel_records_the_attempt_before_the_step_has_died(h):
+    """Slurm SIGKILLs the batch step KillWait seconds after its SIGTERM: a cancelled attempt's
+    end is recorded at once, not after a step that is slow to die (a loaded machine)."""
+    assert h.run({"attempts": [{"cancelled_by_user": True}]}) is not None
+    assert json.loads((h.job_dir / "end_seen_before_step_died").read_text()) is True
+    assert h.ends() == [("cancelled", "slurm")]  # recorded once, not again when the step ended
+    assert h.final()["state"] == "CANCELLED"
+
+
 def test_usr2_is_forwarded_then_the_job_requeues_itself(h):
     usr2 = {"signal_parent": "USR2", "exits": {"n0": 0, "n1": 0}, "rc": 0}
     assert h.run({"attempts": [usr2]}) is ExitCode.OK
