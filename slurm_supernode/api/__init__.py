@@ -1,2 +1,55 @@
-"""snrun from Python: the layer every CLI verb stands on (the CLI parses arguments, then
-makes one call here). See docs/api.md."""
+"""snrun's Python API: what the command line does, callable from a program or a notebook.
+
+    from slurm_supernode import api
+
+    spec = api.JobSpec(program="train.py", program_args=("--lr", "3e-4"), supernodes=2)
+    plan = api.plan(spec)              # the dry run: script, request, rank map; no side effect
+    job = api.submit(plan)             # writes the job directory, sbatch; a Job handle
+    job.wait(timeout=3600, progress=print)
+    job.attempts(); job.logs(rank=0); job.cancel()
+    job = api.Job.from_id(1234)        # a handle on a chain submitted earlier (any attempt's id)
+
+The CLI's verbs are argument parsing plus one call into this package (docs/api.md). Names
+are resolved on first use (PEP 562), so ``import slurm_supernode.api`` costs nothing and a
+verb loads only the modules it needs (``snrun --dry-run`` stays light).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from slurm_supernode.api.chain_state import ChainState
+    from slurm_supernode.api.job import Job
+    from slurm_supernode.api.plan import JobPlan, plan
+    from slurm_supernode.api.spec import JobSpec, Layout
+    from slurm_supernode.api.submit import submit
+    from slurm_supernode.api.watcher import Watcher
+
+# public name -> the module of this package that defines it
+_EXPORTS: dict[str, str] = {
+    "JobSpec": "spec",
+    "Layout": "spec",
+    "JobPlan": "plan",
+    "plan": "plan",
+    "submit": "submit",
+    "Job": "job",
+    "ChainState": "chain_state",
+    "Watcher": "watcher",
+}
+
+__all__ = ["ChainState", "Job", "JobPlan", "JobSpec", "Layout", "Watcher", "plan", "submit"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value  # the next access skips this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])

@@ -61,6 +61,8 @@ class JobSpec:
     container_env: str | None = None
     container_name: str | None = None
     container_mount_home: bool | None = None
+    # --jobs-dir: where the job directory goes (None: $SNRUN_JOBS_DIR, the site's, ~/.snrun/jobs)
+    jobs_dir: str | None = None
 
     def container_request(self) -> ContainerRequest | None:
         """The --container-* options as one request; None without an image (the other

@@ -1,0 +1,55 @@
+"""A job chain's state, from its ledger and Slurm's record of its current job.
+
+An snrun job is a chain: restarts, requeues and resubmissions under new job ids, each an
+attempt in the ledger. The ledger's final record is the chain's end; before one is written,
+Slurm's record of the newest job id says whether the chain waits or runs, or whether it ended
+with nobody left to record it (runtime/lost.py judges that).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from slurm_supernode.runtime import ledger
+from slurm_supernode.slurm.jobinfo import JobInfo
+
+
+@dataclass(frozen=True)
+class ChainState:
+    """Where a chain stands. ``state`` is the chain's: PENDING or RUNNING (or Slurm's word for
+    a job between runs: REQUEUED, COMPLETING...) until it ended COMPLETED, FAILED, CANCELLED,
+    TIMEOUT, ...; ``ended`` says it will not run again."""
+
+    state: str
+    ended: bool
+    reason: str | None
+    job_id: int | None  # the chain's newest Slurm job id
+    slurm_state: str | None  # Slurm's state of that job (None: no source knows it)
+    attempts: int
+    source: str  # "ledger" (final record), "slurm" (Slurm's record alone), "queue"
+
+    def __str__(self) -> str:
+        why = f" ({self.reason})" if self.reason else ""
+        return f"{self.state}{why}, {self.attempts} attempt(s), job {self.job_id or '-'}"
+
+
+def chain_state(chain: ledger.Chain, job_id: int | None, info: JobInfo | None) -> ChainState:
+    """The chain's state from its folded ledger and Slurm's record of job ``job_id``."""
+    from slurm_supernode.runtime.lost import verdict_without_supervisor
+
+    n = len(chain.attempts)
+    slurm = str(info.state) if info is not None else None
+    if chain.final is not None:
+        final = chain.final
+        reason = final.get("reason")
+        return ChainState(str(final.get("state")), True, reason, job_id, slurm, n, source="ledger")
+    if info is None:
+        gone = "Slurm no longer knows the job" if job_id else "no job id recorded"
+        return ChainState("UNKNOWN", True, gone, job_id, None, n, source="slurm")
+    verdict = verdict_without_supervisor(chain, info)
+    if verdict is not None:
+        state, reason = str(verdict.get("state")), verdict.get("reason")
+        return ChainState(state, True, reason, job_id, slurm, n, source="slurm")
+    phase = info.state.phase
+    state = "RUNNING" if phase == "RUNNING" else "PENDING" if info.pending else phase
+    return ChainState(state, False, info.reason, job_id, slurm, n, source="queue")

@@ -1,0 +1,187 @@
+"""``Job``: a handle on one submitted chain (its job directory and its job ids).
+
+Everything it says comes from the job directory (the ledger the supervisor writes, the logs)
+and from Slurm's record of the chain's newest job id, which a ``Watcher`` fetches for every job
+of the process in one query. A handle is cheap: ``Job.from_id`` makes one for a chain
+submitted earlier, by any attempt's job id or by its directory.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from slurm_supernode.api.chain_state import ChainState, chain_state
+from slurm_supernode.api.logs import STREAMS, LogSelection
+from slurm_supernode.api.watcher import Watcher, shared_watcher
+from slurm_supernode.errors import JobError
+from slurm_supernode.runtime import ledger
+
+# Slurm says the chain's job ended but the ledger has no final record: wait this long for one
+# (the supervisor writes it just before its job ends) before believing Slurm alone.
+FINAL_RECORD_GRACE = 5.0
+# While waiting, the ledger (a local file) is read at least this often; Slurm on the watcher's
+# schedule.
+LEDGER_POLL = 1.0
+
+
+class WaitTimeout(JobError):
+    """``Job.wait`` gave up: the chain had not ended within the timeout."""
+
+
+class Job:
+    """A submitted job chain."""
+
+    def __init__(self, job_dir: Path, job_id: int, *, watcher: Watcher | None = None) -> None:
+        self.job_dir = Path(job_dir)
+        self.job_id = job_id  # the first job id (``snrun`` printed it)
+        self.watcher = watcher or shared_watcher()
+        self.watcher.watch([self.current_job_id()])
+
+    def __repr__(self) -> str:
+        return f"Job({self.job_id}, {str(self.job_dir)!r})"
+
+    @classmethod
+    def from_id(
+        cls,
+        job: int | str | Path,
+        *,
+        jobs_dir: str | Path | None = None,
+        site: str | None = None,
+        watcher: Watcher | None = None,
+    ) -> Job:
+        """The chain a job id (any attempt's) or a job directory names; ``jobs_dir`` and
+        ``site`` say where job directories are (default: ``$SNRUN_JOBS_DIR``, the site's)."""
+        from slurm_supernode.launch.jobdir import find_job_dir, jobs_root
+
+        root = jobs_root(str(jobs_dir) if jobs_dir is not None else None, site)
+        job_dir = find_job_dir(root, str(job))
+        ids = _submitted_ids(job_dir)
+        first = ids[0] if ids else ledger.current_job_id(job_dir)
+        if first is None:
+            raise JobError(f"{job_dir} has no job id: it was never submitted", where="JOB")
+        return cls(job_dir, first, watcher=watcher)
+
+    def job_ids(self) -> list[int]:
+        """Every Slurm job id the chain used, oldest first."""
+        chain = ledger.fold(ledger.read(self.job_dir))
+        ids = [i for i in _submitted_ids(self.job_dir) if i not in chain.job_ids]
+        ids += chain.job_ids
+        newest = ledger.current_job_id(self.job_dir)  # a resubmission not yet started
+        return ids if newest is None or newest in ids else [*ids, newest]
+
+    def current_job_id(self) -> int:
+        """The newest job id (a resubmission adds one; a requeue keeps it)."""
+        return ledger.current_job_id(self.job_dir) or self.job_id
+
+    def state(self) -> ChainState:
+        """Where the chain stands now (Slurm is asked when the watcher's poll is due)."""
+        job_id = self.current_job_id()
+        chain = ledger.fold(ledger.read(self.job_dir))
+        info = None if chain.final is not None else self.watcher.record(job_id)
+        return chain_state(chain, job_id, info)
+
+    def attempts(self) -> list[ledger.Attempt]:
+        """The attempts so far, from the ledger (cause, action, exit code, failed ranks...)."""
+        return ledger.fold(ledger.read(self.job_dir)).attempts
+
+    def summary(self) -> dict[str, Any]:
+        """What ``snrun status JOB`` shows: attempts with their evidence, job ids, state."""
+        from slurm_supernode.runtime.status import chain_summary
+
+        return chain_summary(self.job_dir)
+
+    def wait(
+        self,
+        timeout: float | None = None,
+        progress: Callable[[ChainState], object] | None = None,
+        *,
+        sleep: Callable[[float], object] = time.sleep,
+    ) -> ChainState:
+        """Until the chain has ended (its final ledger record; or Slurm's record says it ended
+        with nobody to record it, for ``FINAL_RECORD_GRACE`` s). ``progress`` is called with
+        each new state. Raises ``WaitTimeout`` after ``timeout`` seconds."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        last: ChainState | None = None
+        slurm_only_since: float | None = None
+        while True:
+            now = self.state()
+            if progress is not None and now != last:
+                progress(now)
+            last = now
+            if now.ended and now.source == "ledger":
+                return now
+            if now.ended:  # Slurm's word alone: give a just-written final record a chance
+                slurm_only_since = slurm_only_since or time.monotonic()
+                if time.monotonic() - slurm_only_since >= FINAL_RECORD_GRACE:
+                    return now
+            else:
+                slurm_only_since = None
+            if deadline is not None and time.monotonic() >= deadline:
+                raise WaitTimeout(
+                    f"job {self.job_id} did not end within {timeout:g} s (now {now})",
+                    where=str(self.job_dir),
+                )
+            pause = min(LEDGER_POLL, max(0.05, self.watcher.until_next_poll()))
+            if deadline is not None:
+                pause = min(pause, max(0.0, deadline - time.monotonic()))
+            sleep(pause)
+
+    def logs(
+        self,
+        rank: int | Sequence[int] | None = None,
+        follow: bool = False,
+        *,
+        attempt: int | None = None,
+        node: str | None = None,
+        streams: Sequence[str] = STREAMS,
+        tail: int | None = None,
+    ) -> Iterator[str]:
+        """The per-rank log lines (``[rank R] ...``; stderr ``[rank R err] ...``) of the newest
+        attempt (or ``attempt``); ``follow``: new lines as they come, across new attempts,
+        until the chain has ended."""
+        from slurm_supernode.api.logs import follow_lines, log_lines
+
+        ranks = () if rank is None else (rank,) if isinstance(rank, int) else tuple(rank)
+        selection = LogSelection(attempt, node, ranks, tuple(streams), tail)
+        if follow:
+            return follow_lines(self.job_dir, selection)
+        return log_lines(self.job_dir, selection)
+
+    def cancel(self) -> list[int]:
+        """End the chain: marked cancelled first (a supervisor just starting sees it), then
+        every job id it used cancelled. Returns those ids."""
+        from slurm_supernode.slurm.jobs import cancel
+
+        ledger.append(self.job_dir, "final", state="CANCELLED", reason="snrun cancel")
+        ids = self.job_ids()
+        for job_id in ids:
+            cancel(job_id)
+        return ids
+
+    def attach(
+        self,
+        command: Sequence[str] = (),
+        *,
+        node: str | None = None,
+        py_spy: bool = False,
+        ranks: Sequence[int] = (),
+        out: TextIO | None = None,
+    ) -> int:
+        """A command (default: a shell) on a node of the running job, or with ``py_spy`` the
+        ranks' stacks; its exit code (api/attach.py)."""
+        from slurm_supernode.api.attach import attach
+
+        return attach(self.job_dir, command, node=node, py_spy=py_spy, ranks=ranks, out=out)
+
+
+def _submitted_ids(job_dir: Path) -> list[int]:
+    """The job ids submission recorded (job.json), oldest first."""
+    try:
+        ids = json.loads((job_dir / "job.json").read_text()).get("job_ids", [])
+    except (OSError, ValueError):
+        return []
+    return [i for i in ids if isinstance(i, int)]

@@ -1,0 +1,35 @@
+"""``submit(plan)``: the first side effect. Writes the job directory, runs sbatch through the
+Slurm layer (a busy controller is retried), and returns a ``Job`` handle on the chain."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from slurm_supernode.api.plan import JobPlan, plan
+
+if TYPE_CHECKING:
+    from slurm_supernode.api.job import Job
+    from slurm_supernode.api.watcher import Watcher
+
+
+def submit(job_plan: JobPlan, *, watcher: Watcher | None = None) -> Job:
+    """Submit a plan from ``plan``. A plan with a refusal (the script is missing) raises it; a
+    plan made without Slurm's facts is made again with them (an unreachable Slurm raises).
+    ``watcher``: the one that serves this process's jobs (default: a shared one)."""
+    from slurm_supernode.api.job import Job
+    from slurm_supernode.errors import SlurmError
+    from slurm_supernode.launch.directives import blame_line
+    from slurm_supernode.launch.job import submit_job
+
+    if job_plan.refusal is not None:
+        raise job_plan.refusal
+    if job_plan.facts is None:
+        job_plan = plan(job_plan.asked, need_slurm=True)
+    try:
+        job_id = submit_job(job_plan.launch)
+    except SlurmError as exc:  # an #SBATCH line of the script that sbatch refused: name it
+        line = blame_line(exc.message, list(job_plan.directives), job_plan.spec.program)
+        if line and not exc.where:
+            exc.where = f"#SBATCH line {line}"
+        raise
+    return Job(job_plan.job_dir, job_id, watcher=watcher)
