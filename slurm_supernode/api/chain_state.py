@@ -8,7 +8,9 @@ with nobody left to record it (runtime/lost.py judges that).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 
 from slurm_supernode.runtime import ledger
 from slurm_supernode.slurm.jobinfo import JobInfo
@@ -53,3 +55,16 @@ def chain_state(chain: ledger.Chain, job_id: int | None, info: JobInfo | None) -
     phase = info.state.phase
     state = "RUNNING" if phase == "RUNNING" else "PENDING" if info.pending else phase
     return ChainState(state, False, info.reason, job_id, slurm, n, source="queue")
+
+
+def chain_job_ids(job_dir: Path) -> list[int]:
+    """Every Slurm job id the chain used, oldest first: those submission recorded (job.json),
+    the ledger's, and a resubmission whose attempt has not started yet."""
+    try:
+        ids = json.loads((job_dir / "job.json").read_text()).get("job_ids", [])
+    except (OSError, ValueError):
+        ids = []
+    out = [i for i in ids if isinstance(i, int)]
+    out += [i for i in ledger.fold(ledger.read(job_dir)).job_ids if i not in out]
+    newest = ledger.current_job_id(job_dir)
+    return out if newest is None or newest in out else [*out, newest]

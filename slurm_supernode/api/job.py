@@ -8,13 +8,12 @@ submitted earlier, by any attempt's job id or by its directory.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from slurm_supernode.api.chain_state import ChainState, chain_state
+from slurm_supernode.api.chain_state import ChainState, chain_job_ids, chain_state
 from slurm_supernode.api.logs import STREAMS, LogSelection
 from slurm_supernode.api.watcher import Watcher, shared_watcher
 from slurm_supernode.errors import JobError
@@ -55,23 +54,18 @@ class Job:
     ) -> Job:
         """The chain a job id (any attempt's) or a job directory names; ``jobs_dir`` and
         ``site`` say where job directories are (default: ``$SNRUN_JOBS_DIR``, the site's)."""
-        from slurm_supernode.launch.jobdir import find_job_dir, jobs_root
+        from slurm_supernode.api.status import find_job_dir
 
-        root = jobs_root(str(jobs_dir) if jobs_dir is not None else None, site)
-        job_dir = find_job_dir(root, str(job))
-        ids = _submitted_ids(job_dir)
-        first = ids[0] if ids else ledger.current_job_id(job_dir)
+        job_dir = find_job_dir(job, jobs_dir=jobs_dir, site=site)
+        ids = chain_job_ids(job_dir)
+        first = ids[0] if ids else None
         if first is None:
             raise JobError(f"{job_dir} has no job id: it was never submitted", where="JOB")
         return cls(job_dir, first, watcher=watcher)
 
     def job_ids(self) -> list[int]:
         """Every Slurm job id the chain used, oldest first."""
-        chain = ledger.fold(ledger.read(self.job_dir))
-        ids = [i for i in _submitted_ids(self.job_dir) if i not in chain.job_ids]
-        ids += chain.job_ids
-        newest = ledger.current_job_id(self.job_dir)  # a resubmission not yet started
-        return ids if newest is None or newest in ids else [*ids, newest]
+        return chain_job_ids(self.job_dir)
 
     def current_job_id(self) -> int:
         """The newest job id (a resubmission adds one; a requeue keeps it)."""
@@ -143,24 +137,17 @@ class Job:
         """The per-rank log lines (``[rank R] ...``; stderr ``[rank R err] ...``) of the newest
         attempt (or ``attempt``); ``follow``: new lines as they come, across new attempts,
         until the chain has ended."""
-        from slurm_supernode.api.logs import follow_lines, log_lines
+        from slurm_supernode.api.logs import open_logs
 
         ranks = () if rank is None else (rank,) if isinstance(rank, int) else tuple(rank)
         selection = LogSelection(attempt, node, ranks, tuple(streams), tail)
-        if follow:
-            return follow_lines(self.job_dir, selection)
-        return log_lines(self.job_dir, selection)
+        return open_logs(self.job_dir, selection, follow=follow) or iter(())
 
     def cancel(self) -> list[int]:
-        """End the chain: marked cancelled first (a supervisor just starting sees it), then
-        every job id it used cancelled. Returns those ids."""
-        from slurm_supernode.slurm.jobs import cancel
+        """End the chain (api/cancel.py); the job ids it cancelled."""
+        from slurm_supernode.api.cancel import cancel_chain
 
-        ledger.append(self.job_dir, "final", state="CANCELLED", reason="snrun cancel")
-        ids = self.job_ids()
-        for job_id in ids:
-            cancel(job_id)
-        return ids
+        return cancel_chain(self.job_dir)
 
     def attach(
         self,
@@ -176,12 +163,3 @@ class Job:
         from slurm_supernode.api.attach import attach
 
         return attach(self.job_dir, command, node=node, py_spy=py_spy, ranks=ranks, out=out)
-
-
-def _submitted_ids(job_dir: Path) -> list[int]:
-    """The job ids submission recorded (job.json), oldest first."""
-    try:
-        ids = json.loads((job_dir / "job.json").read_text()).get("job_ids", [])
-    except (OSError, ValueError):
-        return []
-    return [i for i in ids if isinstance(i, int)]

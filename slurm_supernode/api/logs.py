@@ -64,16 +64,27 @@ class LogSelection:
         return picked
 
 
-def log_lines(job_dir: Path, selection: LogSelection) -> Iterator[str]:
-    """The selected logs of one attempt, merged and rank-prefixed (nothing when none yet)."""
+def open_logs(
+    job_dir: Path, selection: LogSelection, *, follow: bool = False
+) -> Iterator[str] | None:
+    """The selected lines (``follow``: as they come, see ``follow_lines``); None when no
+    attempt has logs yet and nothing is followed. A selection that cannot be shown (no such
+    attempt, rank or node) is refused here, before any line."""
+    known = selection.check(job_dir)
+    if follow:
+        return follow_lines(job_dir, selection)
+    if not known:
+        return None
+    return log_lines(job_dir, selection, known)
+
+
+def log_lines(job_dir: Path, selection: LogSelection, known: list[int]) -> Iterator[str]:
+    """The selected logs of one attempt (of ``known``), merged and rank-prefixed."""
     from slurm_supernode.forensics.logs import merged, rank_logs
 
-    known = selection.check(job_dir)
-    if not known:
-        return
     attempt = known[-1] if selection.attempt is None else selection.attempt
     logs = selection.pick(rank_logs(job_dir, attempt))
-    yield from merged(logs, selection.streams, selection.tail)
+    return merged(logs, selection.streams, selection.tail)
 
 
 def follow_lines(job_dir: Path, selection: LogSelection, poll: float = 0.5) -> Iterator[str]:
@@ -82,7 +93,6 @@ def follow_lines(job_dir: Path, selection: LogSelection, poll: float = 0.5) -> I
     from slurm_supernode.forensics.logs import attempts_with_logs, rank_logs
     from slurm_supernode.runtime import ledger
 
-    selection.check(job_dir)
     offsets: dict[str, int] = {}
     attempt = selection.attempt
     idle = 0

@@ -13,7 +13,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(ns: argparse.Namespace) -> int:
-    from slurm_supernode.runtime.agent import run_agent
+    from slurm_supernode.api.in_job import run_agent
 
     argv = ns.program_argv[1:] if ns.program_argv[:1] == ["--"] else ns.program_argv
     return run_agent(ns.job_dir, program_argv=argv or None)

@@ -42,48 +42,8 @@ def _parse(
 
 
 def run(ns: argparse.Namespace) -> int:
-    import os
-    import sys
+    from slurm_supernode.api.attach import attach
 
-    from slurm_supernode.errors import InputError, JobError
-    from slurm_supernode.hostlist import expand
-    from slurm_supernode.launch.inputs import load_inputs
-    from slurm_supernode.runtime.ledger import current_job_id
-    from slurm_supernode.slurm.attach import attach_argv, run_attached
-    from slurm_supernode.slurm.job_lookup import job_info
-
-    command = list(ns.command)
-    if ns.rank and not ns.py_spy:
-        raise InputError("--rank goes with --py-spy", where="--rank")
-    if ns.py_spy and command:
-        raise InputError("give either --py-spy or a command", where="--py-spy")
-    job_dir = job_dir_of(ns)
-    job_id = current_job_id(job_dir)
-    info = job_info(job_id) if job_id else None
-    if job_id is None or info is None or not info.running or not info.nodelist:
-        state = info.state if info else "unknown to Slurm"
-        raise JobError(f"job {job_id or ns.job} is not running ({state})", where="JOB")
-    hosts = expand(info.nodelist)
-    if ns.node and ns.node not in hosts:
-        raise InputError(
-            f"node {ns.node!r} is not part of job {job_id}",
-            where="--node",
-            hint="nodes: " + info.nodelist,
-        )
-    if ns.py_spy:
-        python = load_inputs(job_dir).python or sys.executable
-        helper = [python, "-m", "slurm_supernode", "stacks", f"--job-id={job_id}"]
-        helper += [f"--rank={r}" for r in ns.rank or ()]
-        from slurm_supernode.forensics.stacks import ranks_in_order
-        from slurm_supernode.slurm.attach import attached_output
-
-        # the nodes answer at once: their lines are labelled and put back in rank order
-        nodes = [ns.node] if ns.node else hosts
-        code, text = attached_output(attach_argv(job_id, nodes, helper, label=True))
-        sys.stdout.write(ranks_in_order(text))
-        return code
-    node = ns.node or hosts[0]
-    if command:
-        return run_attached(attach_argv(job_id, [node], command))
-    shell = [os.environ.get("SHELL") or "/bin/bash", "-l"]
-    return run_attached(attach_argv(job_id, [node], shell, pty=sys.stdin.isatty()))
+    return attach(
+        job_dir_of(ns), ns.command, node=ns.node, py_spy=ns.py_spy, ranks=tuple(ns.rank or ())
+    )

@@ -14,15 +14,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(ns: argparse.Namespace) -> int:
-    from slurm_supernode.runtime import ledger
-    from slurm_supernode.runtime.status import chain_summary
-    from slurm_supernode.slurm.jobs import cancel
+    from slurm_supernode.api.cancel import cancel_chain
 
     job_dir = job_dir_of(ns)
-    # Mark first, so a supervisor that is just starting sees the chain is over.
-    ledger.append(job_dir, "final", state="CANCELLED", reason="snrun cancel")
-    ids = chain_summary(job_dir)["job_ids"]
-    for job_id in ids:
-        cancel(job_id)
+    ids = cancel_chain(job_dir)
     print(f"cancelled job chain {job_dir.name} ({', '.join(map(str, ids)) or 'no job ids'})")
     return 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from slurm_supernode.cli.options import add_jobs_dir_arguments, int_range, job_dir_of
+from slurm_supernode.cli.options import add_jobs_dir_arguments, int_range
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -33,20 +33,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(ns: argparse.Namespace) -> int:
     import json
 
-    from slurm_supernode.launch.jobdir import jobs_root, own_job_dirs
-    from slurm_supernode.runtime.status import (
-        chain_summary,
-        format_chain,
-        format_recent,
-        recent_chains,
-        to_json,
-    )
+    from slurm_supernode.runtime.status import format_chain, format_recent
 
     if ns.job is None:
-        root = jobs_root(ns.jobs_dir, ns.site)
-        rows = recent_chains(own_job_dirs(root)[: ns.last])
+        from slurm_supernode.api.status import recent_chains
+
+        root, rows = recent_chains(ns.last, jobs_dir=ns.jobs_dir, site=ns.site)
         print(json.dumps(rows, indent=2) if ns.json else format_recent(rows, root))
         return 0
-    summary = chain_summary(job_dir_of(ns))
-    print(to_json(summary) if ns.json else format_chain(summary))
+    from slurm_supernode.api.status import chain_status
+
+    summary = chain_status(ns.job, jobs_dir=ns.jobs_dir, site=ns.site)
+    print(json.dumps(summary, indent=2) if ns.json else format_chain(summary))
     return 0

@@ -14,11 +14,10 @@ from slurm_supernode.cli.options import (
     positive,
     refuse_if,
 )
-from slurm_supernode.launch.directives import Directive
 from slurm_supernode.launch.jobspec import JobSpec, parse_env_items
 
 if TYPE_CHECKING:
-    from slurm_supernode.launch.job import JobPlan
+    from slurm_supernode.api.plan import JobPlan
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -378,36 +377,8 @@ def spec_from_args(ns: argparse.Namespace) -> JobSpec:
         container_env=",".join(ns.container_env) if ns.container_env else None,
         container_name=ns.container_name,
         container_mount_home=ns.container_mount_home,
+        jobs_dir=ns.jobs_dir,
     )
-
-
-def with_directives(spec: JobSpec) -> tuple[JobSpec, list[Directive]]:
-    """The spec with the script's leading ``#SBATCH`` lines applied (the command line wins),
-    and those lines, for --dry-run and for naming a line sbatch refuses."""
-    import dataclasses
-    import os
-    from pathlib import Path
-
-    from slurm_supernode.launch.directives import apply_directives, read_directives
-
-    workdir = spec.workdir or os.getcwd()
-    directives = [] if spec.module else read_directives(Path(workdir, spec.program))
-    fields = {f.name: getattr(spec, f.name) for f in dataclasses.fields(spec)}
-    updates = apply_directives(fields, directives, where=spec.program)
-    if "sbatch_args" in updates:
-        updates["sbatch_args"] = (*updates["sbatch_args"], *spec.sbatch_args)  # type: ignore[misc]
-    spec = dataclasses.replace(spec, **updates)  # type: ignore[arg-type]
-    return spec, directives
-
-
-def check_spec_program(spec: JobSpec) -> None:
-    """Refuse a script, module or working directory the job could not find."""
-    import os
-
-    from slurm_supernode.launch.snapshot import check_program
-
-    pythonpath = dict(spec.env).get("PYTHONPATH", os.environ.get("PYTHONPATH", ""))
-    check_program(spec.program, spec.module, spec.workdir or os.getcwd(), pythonpath)
 
 
 def _check_input_file(path: str, option: str, *, must_be_path: bool) -> None:
@@ -427,78 +398,51 @@ def _check_input_file(path: str, option: str, *, must_be_path: bool) -> None:
 
 
 def run(ns: argparse.Namespace) -> int:
-    from slurm_supernode.errors import InputError, SlurmError
-    from slurm_supernode.launch.directives import blame_line, directive_notices
-    from slurm_supernode.launch.facts import gather_facts
-    from slurm_supernode.launch.job import plan_job, submit_job
-    from slurm_supernode.launch.jobdir import jobs_root
-    from slurm_supernode.launch.syntax import check_job_values
-    from slurm_supernode.site.loader import load_site
+    from slurm_supernode.api.plan import plan
 
-    spec, found = with_directives(spec_from_args(ns))
-    directives = [d.sbatch_arg for d in found]
-    check_job_values(spec)  # a value that can never work fails a dry run too
-    if not ns.dry_run:
-        check_spec_program(spec)  # before asking Slurm anything
-    site = load_site(spec.site)
-    facts = gather_facts(site, required=not ns.dry_run)
-    root = jobs_root(ns.jobs_dir, site_jobs_dir=site.paths.jobs_dir)
-    plan = plan_job(spec, site, facts, jobs_root=root)
-    if ns.dry_run:  # a plan for a script still being written is fine; say what would fail
-        try:
-            check_spec_program(spec)
-        except InputError as exc:
-            print(f"snrun: warning: {exc} (a submission would be refused)", file=sys.stderr)
-    for notice in [*directive_notices(found, spec.program), *plan.request.notices]:
+    job_plan = plan(spec_from_args(ns), need_slurm=not ns.dry_run)
+    if job_plan.refusal is not None:  # a dry run of a script still being written is fine
+        print(
+            f"snrun: warning: {job_plan.refusal} (a submission would be refused)", file=sys.stderr
+        )
+    for notice in job_plan.notices:
         print(f"snrun: {notice}", file=sys.stderr)
     if ns.dry_run:
-        _print_dry_run(plan, spec.program, directives, as_json=ns.json)
+        _print_dry_run(job_plan, as_json=ns.json)
         return 0
-    try:
-        job_id = submit_job(plan)
-    except SlurmError as exc:
-        line = blame_line(exc.message, found, spec.program)
-        if line and not exc.where:
-            exc.where = f"#SBATCH line {line}"
-        raise
-    print(job_id if ns.parsable else f"Submitted batch job {job_id}", flush=True)
+    from slurm_supernode.api.submit import submit
+
+    job = submit(job_plan)
+    print(job.job_id if ns.parsable else f"Submitted batch job {job.job_id}", flush=True)
     if not ns.wait:
         return 0
-    from slurm_supernode.runtime.wait import wait_chain
-
-    final = wait_chain(plan.job_dir, job_id)
-    print(f"snrun: job chain {final.get('state')}: {final.get('reason') or ''}", file=sys.stderr)
-    return 0 if final.get("state") == "COMPLETED" else 1
+    final = job.wait()
+    print(f"snrun: job chain {final.state}: {final.reason or ''}", file=sys.stderr)
+    return 0 if final.state == "COMPLETED" else 1
 
 
-def _print_dry_run(plan: JobPlan, program: str, directives: list[str], *, as_json: bool) -> None:
+def _print_dry_run(job_plan: JobPlan, *, as_json: bool) -> None:
     """What a submission would do: the script, the sbatch command, the rank plan and, with a
     container, what each node's agent runs."""
     import json
 
-    from slurm_supernode.launch.preview import plan_preview
-
-    preview = plan_preview(plan)
-    preview["sbatch_directives"] = directives
-    node_lines: list[str] = []
-    if plan.inputs.container is not None:  # the agent's plan per node (costs a little)
-        from slurm_supernode.runtime.preview import node_command_lines, node_commands
-
-        preview["node_commands"] = node_commands(plan)
-        node_lines = node_command_lines(preview["node_commands"])
+    preview = job_plan.preview()
     if as_json:
         print(json.dumps(preview, indent=2))
-    else:
-        print(plan.script, end="")
-        if directives:
-            print(f"\n# --- #SBATCH lines of {program} (the command line wins) ---")
-            print("# " + " ".join(directives))
-        print("\n# --- sbatch command (dry run: nothing submitted) ---")
-        print("# " + preview["sbatch_command"])
-        print("# --- rank plan for an example allocation ---")
-        for line in preview["plan_lines"]:
+        return
+    directives = preview["sbatch_directives"]
+    print(job_plan.script, end="")
+    if directives:
+        print(f"\n# --- #SBATCH lines of {job_plan.spec.program} (the command line wins) ---")
+        print("# " + " ".join(directives))
+    print("\n# --- sbatch command (dry run: nothing submitted) ---")
+    print("# " + preview["sbatch_command"])
+    print("# --- rank plan for an example allocation ---")
+    for line in preview["plan_lines"]:
+        print(f"# {line}")
+    if "node_commands" in preview:
+        from slurm_supernode.runtime.preview import node_command_lines
+
+        print("# --- what each node's agent runs (attempt 0; the agent stays on the host) ---")
+        for line in node_command_lines(preview["node_commands"]):
             print(f"# {line}")
-        if node_lines:
-            print("# --- what each node's agent runs (attempt 0; the agent stays on the host) ---")
-            for line in node_lines:
-                print(f"# {line}")

@@ -19,7 +19,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(ns: argparse.Namespace) -> int:
-    from slurm_supernode.runtime.supervisor import lost_supervisor, run_supervisor
+    from slurm_supernode.api.in_job import lost_supervisor, run_supervisor
 
     if ns.lost is not None:
         return lost_supervisor(ns.job_dir, ns.lost)
