@@ -1,6 +1,7 @@
 """Issue 5 benchmarks: the login path stays light, and submission is as fast as plain sbatch.
 
-1. `snrun --dry-run` wall time against `python3 -c 'import jinja2, yaml'` (target: within 1.5x).
+1. `snrun --dry-run -S 1 t.py` wall time against `python3 -c 'import jinja2, yaml'` (target:
+   within 1.3x, issue #26).
 2. submit-to-RUNNING of `snrun` against plain `sbatch` on the local cluster (target: 1.3x),
    each submitted to a quiet cluster at a random moment of Slurm's scheduling cycle (the same
    for both of a pair), in alternating order; the time until the command printed the job id is
@@ -27,41 +28,40 @@ ROOT = Path(__file__).resolve().parents[1]
 ENV = os.environ | {"PYTHONPATH": str(ROOT)}
 
 
-def timed(cmd: list[str], env: dict[str, str], runs: int) -> list[float]:
+def timed(cmd: list[str], env: dict[str, str], runs: int, cwd: str | None = None) -> list[float]:
     out = []
     for _ in range(runs):
         t0 = time.perf_counter()
-        subprocess.run(cmd, env=env, check=True, capture_output=True)
+        subprocess.run(cmd, env=env, check=True, capture_output=True, cwd=cwd)
         out.append(time.perf_counter() - t0)
     return out
 
 
 def dry_run_vs_import(runs: int) -> None:
+    """``snrun --dry-run -S 1 t.py`` against ``python -c 'import jinja2, yaml'`` (issue #26:
+    target <= 1.3x), median of ``runs`` paired runs, on a login node without Slurm."""
     env = ENV | {"SLURM_CONF": "/nonexistent/slurm.conf"}  # a login node without Slurm
+    # as installed (pip compiles the package): with PYTHONDONTWRITEBYTECODE set, an edited
+    # module would otherwise be compiled from source in every run
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "slurm_supernode")],
+                   check=True, capture_output=True)  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:
-        snrun = [
-            sys.executable,
-            "-m",
-            "slurm_supernode",
-            "--site",
-            "local",
-            "-S",
-            "2",
-            "--jobs-dir",
-            tmp,
-            "--dry-run",
-            "train.py",
-            "--lr",
-            "1e-3",
-        ]
+        Path(tmp, "t.py").write_text("print('hello')\n")
+        env |= {"SNRUN_SITE": "local", "SNRUN_JOBS_DIR": tmp}
+        snrun = [sys.executable, "-m", "slurm_supernode", "--dry-run", "-S", "1", "t.py"]
         base = [sys.executable, "-c", "import jinja2, yaml"]
-        timed(snrun, env, 1)  # warm: the page cache and the compiled-template cache
-        pairs = [(timed(snrun, env, 1)[0], timed(base, env, 1)[0]) for _ in range(runs)]
-        a = statistics.median(x for x, _ in pairs)  # interleaved: drift hits both alike
-        b = statistics.median(y for _, y in pairs)
-    print(f"dry run        : median {a * 1000:7.1f} ms over {runs} runs")
+        timed(snrun, env, 1, cwd=tmp)  # warm: the page cache and the compiled-template cache
+        pairs = [(timed(snrun, env, 1, cwd=tmp)[0], timed(base, env, 1)[0]) for _ in range(runs)]
+    a = statistics.median(x for x, _ in pairs)  # interleaved: drift hits both alike
+    b = statistics.median(y for _, y in pairs)
+    ratio = statistics.median(x / y for x, y in pairs)
+    print(
+        f"dry run        : median {a * 1000:7.1f} ms over {runs} runs (snrun --dry-run -S 1 t.py)"
+    )
     print(f"import baseline: median {b * 1000:7.1f} ms ('import jinja2, yaml')")
-    print(f"ratio          : {a / b:.2f}x (target <= 1.5x) {'OK' if a / b <= 1.5 else 'MISSED'}")
+    verdict = "OK" if a / b <= 1.3 else "MISSED"
+    print(f"ratio          : {a / b:.2f}x of medians (target <= 1.3x) {verdict}; "
+          f"median of paired ratios {ratio:.2f}x")  # fmt: skip
 
 
 def squeue_state(job: str, env: dict[str, str]) -> str:

@@ -52,6 +52,8 @@ class JobPlan:
 
     def rank_map(self) -> RankMap:
         """Ranks on the devices of an example allocation (the first candidate super nodes)."""
+        if self.launch.example_rank_map is not None:
+            return self.launch.example_rank_map
         from slurm_supernode.launch.inputs import rank_map_for_job
 
         return rank_map_for_job(self.launch.inputs, self.launch.site, self.launch.example_hosts)

@@ -89,7 +89,7 @@ def build_parser(name: str) -> argparse.ArgumentParser:
     return parser
 
 
-def _own_args(name: str, args: list[str]) -> int:
+def _own_args(name: str, args: list[str], parser: argparse.ArgumentParser) -> int:
     """How many leading arguments are snrun's own; the rest belong to the program run.
 
     ``snrun train.py --debug`` keeps ``--debug`` for the script, and so does
@@ -98,7 +98,7 @@ def _own_args(name: str, args: list[str]) -> int:
     if name == "submit":
         from slurm_supernode.cli.submit import split_argv
 
-        return len(split_argv(build_parser("submit"), args)[0])
+        return len(split_argv(parser, args)[0])
     return args.index("--") if "--" in args else len(args)
 
 
@@ -131,16 +131,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     from slurm_supernode.cli.options import explicit_options
 
     try:
-        own = _own_args(name, rest)
+        parser = build_parser(name)  # once: building the run verb's parser is not free
+        own = _own_args(name, rest, parser)
         if "--debug" in rest[:own]:
             debug = True
             rest = [a for a in rest[:own] if a != "--debug"] + rest[own:]
         if debug:
             _show_debug_log()
-        parser = build_parser(name)
         mod = _load(name)
         ns = mod.parse(parser, rest) if hasattr(mod, "parse") else parser.parse_args(rest)
-        ns.explicit = explicit_options(build_parser(name), rest[:own] if name == "submit" else rest)
+        # the same parser, its defaults suppressed now that the real parse is done
+        ns.explicit = explicit_options(parser, rest[:own] if name == "submit" else rest)
         if isinstance(getattr(ns, "action", None), str):  # snrun site export, snrun bench run
             prog = f"{prog} {ns.action}"
         return int(mod.run(ns) or 0)
@@ -180,6 +181,9 @@ def _drop_stdout() -> None:
 
 
 def entry() -> None:
+    from slurm_supernode import codecache
+
+    codecache.install()  # (the console script imported this module first: a few are made)
     code = main()
     try:
         sys.stdout.flush()  # what print() left buffered goes out here, still inside snrun

@@ -11,7 +11,6 @@ the option itself, before anything is loaded.
 from __future__ import annotations
 
 import argparse
-import difflib
 import math
 import re
 from collections.abc import Callable
@@ -27,9 +26,10 @@ class UsageError(InputError):
     prog: str | None = None
 
 
-_ARG = re.compile(r"^argument (?P<arg>[^:]+): (?P<msg>.*)$", re.S)
-_CHOICE = re.compile(r"^invalid choice: '(?P<value>.*)' \(choose from (?P<choices>.*)\)$", re.S)
-_BAD_TYPE = re.compile(r"^invalid (?P<type>\w+) value: '(?P<value>.*)'$", re.S)
+# argparse's messages, matched only when an option is wrong (re compiles them then)
+_ARG = r"(?s)^argument (?P<arg>[^:]+): (?P<msg>.*)$"
+_CHOICE = r"(?s)^invalid choice: '(?P<value>.*)' \(choose from (?P<choices>.*)\)$"
+_BAD_TYPE = r"(?s)^invalid (?P<type>\w+) value: '(?P<value>.*)'$"
 _TYPE_WORDS = {"int": "a whole number", "float": "a number"}
 
 
@@ -67,16 +67,16 @@ class Parser(argparse.ArgumentParser):
         return action.help.replace("%%", "%")
 
     def _translate(self, message: str) -> tuple[str | None, str, str | None]:
-        m = _ARG.match(message)
+        m = re.match(_ARG, message)
         if m:
             where, msg = m["arg"], m["msg"]
             option = where.split("/")[-1]
             text, hint = _split_hint(msg)
-            choice = _CHOICE.match(text)
-            bad = _BAD_TYPE.match(text)
+            choice = re.match(_CHOICE, text)
+            bad = re.match(_BAD_TYPE, text)
             if choice:
                 choices = [c.strip().strip("'") for c in choice["choices"].split(",")]
-                close = difflib.get_close_matches(choice["value"], choices, n=1)
+                close = _close_matches(choice["value"], choices, n=1)
                 hint = (
                     (f"did you mean {close[0]!r}? " if close else "")
                     + "one of "
@@ -100,7 +100,7 @@ class Parser(argparse.ArgumentParser):
             first = extra[0] if extra else "?"
             if first.startswith("-"):
                 options = [o for o in self._option_string_actions if o.startswith("--")]
-                close = difflib.get_close_matches(first.split("=")[0], options, n=1)
+                close = _close_matches(first.split("=")[0], options, n=1)
                 hint = f"did you mean {close[0]}? " if close else ""
                 return None, f"unknown option {first}", hint + f"see '{self.prog} --help'"
             return None, f"unexpected argument {first!r}", f"see '{self.prog} --help'"
@@ -174,8 +174,8 @@ def explicit_options(parser: argparse.ArgumentParser, argv: list[str]) -> frozen
     """The dests the command line set itself, as opposed to their defaults.
 
     An option given explicitly that the request cannot honour is refused; a default may still
-    adapt silently. ``parser`` must be a fresh one: its defaults are suppressed here, so that
-    parsing ``argv`` again leaves exactly the given options in the namespace.
+    adapt silently. ``parser``'s defaults are suppressed here (it is of no further use), so
+    that parsing ``argv`` again leaves exactly the given options in the namespace.
     """
     _suppress_defaults(parser)
     ns, _ = parser.parse_known_args(argv)
@@ -267,3 +267,10 @@ def add_env_profile_argument(p: argparse.ArgumentParser | argparse._ArgumentGrou
         metavar="NAME",
         help="extra env profile of the site (repeatable)",
     )
+
+
+def _close_matches(word: str, choices: list[str], n: int) -> list[str]:
+    """difflib's "did you mean", imported only when an option is wrong."""
+    import difflib
+
+    return difflib.get_close_matches(word, choices, n=n)

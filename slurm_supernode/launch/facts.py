@@ -10,7 +10,12 @@ from slurm_supernode.site.model import Site
 
 def gather_facts(site: Site, *, required: bool) -> ClusterFacts | None:
     """Version, topology plugin, expedited requeue, node features and partitions; None when
-    Slurm cannot be reached and ``required`` is false (a dry run on a laptop still plans)."""
+    Slurm cannot be reached and ``required`` is false (a dry run on a laptop still plans;
+    with a ``SLURM_CONF`` that names no file the Slurm layer is not even loaded)."""
+    from slurm_supernode.slurm.conf import missing_conf
+
+    if not required and missing_conf() is not None:
+        return None
     from slurm_supernode.slurm.nodes import node_infos, partition_infos
     from slurm_supernode.slurm.version import detect_features
 

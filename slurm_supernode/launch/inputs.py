@@ -16,12 +16,14 @@ import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from slurm_supernode.errors import JobError
-from slurm_supernode.launch.container import ContainerSpec
 from slurm_supernode.placement.model import Layout, RankMap
 from slurm_supernode.site.model import Site
+
+if TYPE_CHECKING:
+    from slurm_supernode.launch.container import ContainerSpec
 
 SCHEMA = 2  # 1 was the untyped dict of snrun <= 0.x (no "schema" key)
 FILE = "plan.json"
@@ -121,6 +123,8 @@ class JobInputs:
         """The training step's container, checked; None: torchrun runs on the host."""
         if self.container is None:
             return None
+        from slurm_supernode.launch.container import ContainerSpec
+
         return ContainerSpec.from_dict(self.container)
 
     def layout_obj(self) -> Layout:

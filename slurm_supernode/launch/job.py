@@ -7,19 +7,19 @@ inspect it. ``submit_job`` writes the job directory and calls sbatch through the
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from slurm_supernode import __version__
 from slurm_supernode.errors import InputError, SlurmError
 from slurm_supernode.fsutil import expand_path, write_atomic, write_json_atomic
 from slurm_supernode.jobenv import parse_seconds
-from slurm_supernode.launch.container import ContainerSpec, resolve_container
 from slurm_supernode.launch.envmerge import merge_env
 from slurm_supernode.launch.inputs import FILE as INPUTS_FILE
 from slurm_supernode.launch.inputs import JobInputs
@@ -37,6 +37,10 @@ from slurm_supernode.launch.snapshot import (
 from slurm_supernode.launch.syntax import check_job_values
 from slurm_supernode.site.model import Site
 
+if TYPE_CHECKING:
+    from slurm_supernode.launch.container import ContainerSpec
+    from slurm_supernode.placement.model import RankMap
+
 
 @dataclass(frozen=True)
 class JobPlan:
@@ -50,6 +54,8 @@ class JobPlan:
     env: dict[str, str]  # site profiles < --env (the template may add its own in between)
     inputs: JobInputs
     snapshot: SnapshotPlan | None = None  # the code copy every attempt runs
+    # the rank map on ``example_hosts`` (made to refuse a layout early; the preview shows it)
+    example_rank_map: RankMap | None = None
 
     @property
     def agent_inputs(self) -> dict[str, Any]:
@@ -99,13 +105,7 @@ def plan_job(
     python = spec.launcher_python or sys.executable
     merged_env = {**site_env, **user_env}
     snapshot = plan_snapshot(spec.program, spec.module, workdir, job_dir, spec.snapshot)
-    container = resolve_container(
-        spec.container_request(),
-        site,
-        job_dir=job_dir,
-        workdir=workdir,
-        extra_paths=(str(snapshot.dest),) if snapshot else (),
-    )
+    container = _container(spec, site, job_dir, workdir, snapshot)
     inputs = _job_inputs(
         spec,
         site,
@@ -134,8 +134,22 @@ def plan_job(
     # not by every agent after the job waited in the queue.
     from slurm_supernode.launch.inputs import rank_map_for_job
 
-    rank_map_for_job(inputs, site, plan.example_hosts)
-    return plan
+    rank_map = rank_map_for_job(inputs, site, plan.example_hosts)
+    return dataclasses.replace(plan, example_rank_map=rank_map)
+
+
+def _container(
+    spec: JobSpec, site: Site, job_dir: Path, workdir: str, snapshot: SnapshotPlan | None
+) -> ContainerSpec | None:
+    """The training step's container, checked against the site; None without an image (the
+    container modules are then not even loaded)."""
+    request = spec.container_request()
+    if request is None:
+        return None
+    from slurm_supernode.launch.container import resolve_container
+
+    extra = (str(snapshot.dest),) if snapshot else ()
+    return resolve_container(request, site, job_dir=job_dir, workdir=workdir, extra_paths=extra)
 
 
 def _checked_worker_mode(spec: JobSpec, site: Site) -> bool:

@@ -23,10 +23,8 @@ _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 def job_dir_name(job_name: str, stamp: float | None = None, token: str | None = None) -> str:
     """Folder name from the job name (made filesystem-safe), a timestamp and a random token."""
     safe = _SAFE.sub("_", job_name).strip("._") or "job"
-    import secrets
-
     when = time.strftime("%Y%m%d-%H%M%S", time.localtime(stamp if stamp is not None else None))
-    return f"{safe[:48]}-{when}-{token or secrets.token_hex(2)}"
+    return f"{safe[:48]}-{when}-{token or os.urandom(2).hex()}"
 
 
 def jobs_root(

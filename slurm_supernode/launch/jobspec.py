@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from slurm_supernode.errors import InputError
-from slurm_supernode.launch.container import ContainerRequest
 from slurm_supernode.placement.model import Layout
 
-_ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_TIME = re.compile(r"^(\d+-)?\d+(:\d+){0,2}$|^\d+-\d+$|^(UNLIMITED|INFINITE)$", re.IGNORECASE)
+if TYPE_CHECKING:  # loaded when a container is asked for: a plan without one skips it
+    from slurm_supernode.launch.container import ContainerRequest
+
+# compiled on first use (re caches them): a job without --env or --time never pays for them
+_ENV_KEY = r"^[A-Za-z_][A-Za-z0-9_]*$"
+_TIME = r"(?i)^(\d+-)?\d+(:\d+){0,2}$|^\d+-\d+$|^(UNLIMITED|INFINITE)$"
 
 
 @dataclass(frozen=True)
@@ -80,6 +84,8 @@ class JobSpec:
                     hint="give the image with --container-image (or #SBATCH --container-image)",
                 )
             return None
+        from slurm_supernode.launch.container import ContainerRequest
+
         return ContainerRequest(
             image=self.container_image,
             mounts=self.container_mounts,
@@ -103,7 +109,7 @@ def parse_env_items(items: list[str] | tuple[str, ...]) -> tuple[tuple[str, str]
     pairs = []
     for item in items:
         key, sep, value = item.partition("=")
-        if not sep or not _ENV_KEY.match(key):
+        if not sep or not re.match(_ENV_KEY, key):
             raise InputError(
                 f"bad value {item!r}",
                 where="--env",
@@ -115,7 +121,7 @@ def parse_env_items(items: list[str] | tuple[str, ...]) -> tuple[tuple[str, str]
 
 def check_time(value: str | None) -> None:
     """Reject a --time Slurm would reject, before anything is submitted."""
-    if value is not None and not _TIME.match(value):
+    if value is not None and not re.match(_TIME, value):
         raise InputError(
             f"bad time limit {value!r}",
             where="-t/--time",

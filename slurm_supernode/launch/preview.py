@@ -12,7 +12,7 @@ from slurm_supernode.launch.job import JobPlan
 def plan_preview(plan: JobPlan) -> dict[str, Any]:
     """The request, the sbatch command and the rank map of an example allocation."""
     hosts = plan.example_hosts
-    rank_map = rank_map_for_job(plan.inputs, plan.site, hosts)
+    rank_map = plan.example_rank_map or rank_map_for_job(plan.inputs, plan.site, hosts)
     command = shlex.join(["sbatch", *plan.request.sbatch_args(), str(plan.job_dir / "job.sh")])
     lines = [
         f"world size {rank_map.world_size}: {len(rank_map.nodes)} nodes x "

@@ -12,18 +12,20 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from importlib.machinery import PathFinder
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from slurm_supernode.errors import InputError
 from slurm_supernode.fsutil import write_atomic, write_json_atomic
 from slurm_supernode.jobenv import SnrunSettings
+
+if TYPE_CHECKING:
+    import subprocess
 
 CODE_DIR = "code"
 DEFAULT_LIMIT_MB = 64
@@ -99,6 +101,8 @@ def plan_snapshot(
 
 
 def _git(source: Path, *args: str) -> subprocess.CompletedProcess[bytes] | None:
+    import subprocess  # here: a plan that takes no snapshot runs no command
+
     try:
         proc = subprocess.run(
             ["git", "-C", str(source), *args], capture_output=True, timeout=60, check=False

@@ -24,7 +24,8 @@ MAIL_TYPES = (
 _DEP_TYPES = "after|afterany|afterburstbuffer|aftercorr|afternotok|afterok|expand"
 _DEP_ID = r"\d+(?:_(?:\d+|\*))?(?:\+\d+)?"
 _DEP_ITEM = rf"(?:singleton|(?:{_DEP_TYPES}):{_DEP_ID}(?::{_DEP_ID})*)"
-_DEPENDENCY = re.compile(rf"^{_DEP_ITEM}(?:[,?]{_DEP_ITEM})*$", re.IGNORECASE)
+# compiled on first use (re caches it): a job without --dependency never pays for it
+_DEPENDENCY = rf"(?i)^{_DEP_ITEM}(?:[,?]{_DEP_ITEM})*$"
 
 
 def shown(value: str) -> str:
@@ -91,7 +92,7 @@ def check_job_values(spec: JobSpec) -> None:
                 where="--mail-type",
                 hint="a comma list of " + ", ".join(MAIL_TYPES),
             )
-    if spec.dependency is not None and not _DEPENDENCY.match(spec.dependency):
+    if spec.dependency is not None and not re.match(_DEPENDENCY, spec.dependency):
         raise InputError(
             f"bad dependency {shown(spec.dependency)}",
             where="-d/--dependency",

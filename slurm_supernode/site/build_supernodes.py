@@ -4,7 +4,6 @@ their node specs, overrides and IPs), merged once per distinct layer combination
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -399,6 +398,8 @@ class SupernodeBuilder(NodeReader):
     ) -> list[str]:
         unknown = [h for h in hosts if h not in all_hosts]
         if unknown:
+            import difflib  # only when a name is wrong
+
             close = difflib.get_close_matches(unknown[0], sorted(all_hosts)[:5000], n=1)
             hint = f"did you mean {close[0]!r}?" if close else "list only hosts of the super nodes"
             more = f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""

@@ -4,7 +4,6 @@ be read, in words (never opening it: a FIFO would block)."""
 
 from __future__ import annotations
 
-import difflib
 import errno
 import os
 import stat
@@ -60,6 +59,8 @@ def find_site(name_or_path: str | os.PathLike | None) -> Path:
             if path_problem(candidate) is None:
                 return candidate
     names = list(available_sites())
+    import difflib  # only when a name is wrong
+
     close = difflib.get_close_matches(name, names, n=1)
     hint = f"did you mean {close[0]!r}? " if close else ""
     raise InputError(

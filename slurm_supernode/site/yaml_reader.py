@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import difflib
 import math
 from collections.abc import Iterable
 
@@ -114,6 +113,8 @@ class NodeReader:
                 self._wrong_name(knode, f"{what} key", "a name")
                 continue
             if allowed is not None and key not in allowed:
+                import difflib  # only when a name is wrong
+
                 close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
                 hint = (
                     f"did you mean {close[0]!r}?" if close else "valid keys: " + ", ".join(allowed)

@@ -12,6 +12,7 @@ import subprocess
 from collections.abc import Mapping, Sequence
 
 from slurm_supernode.errors import SlurmError, SlurmErrorKind
+from slurm_supernode.slurm.conf import missing_conf
 
 # Package that provides each client command on Debian/Ubuntu (for the "not installed" hint).
 _CLIENT_PACKAGE = "slurm-client"
@@ -91,8 +92,8 @@ def _environment(name: str, env: Mapping[str, str] | None) -> dict[str, str] | N
     if env is not None:
         full_env = dict(os.environ)
         full_env.update(env)
-    conf = (full_env or os.environ).get("SLURM_CONF")
-    if conf and not os.path.exists(conf):
+    conf = missing_conf(full_env)
+    if conf:
         # Slurm clients would retry for 60 s before failing; fail at once instead.
         raise SlurmError(
             f"{name}: SLURM_CONF points to a missing file: {conf}",
