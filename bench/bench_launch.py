@@ -2,11 +2,11 @@
 
 1. `snrun --dry-run -S 1 t.py` wall time against `python3 -c 'import jinja2, yaml'` (target:
    within 1.3x, issue #26).
-2. submit-to-RUNNING of `snrun` against plain `sbatch` on the local cluster (target: 1.3x),
+2. submit-to-RUNNING of `snrun` (target: 1.3x) and of `api.submit` from a running Python
+   process (issue #26: target 1.1x) against plain `sbatch` on the local cluster,
    each submitted to a quiet cluster at a random moment of Slurm's scheduling cycle (the same
-   for both of a pair), in alternating order; the time until the command printed the job id is
-   shown too. Needs the local cluster up
-   (`make cluster-up`); skipped with a note otherwise.
+   for all three of a round), in rotating order; the time until the command printed the job id
+   is shown too. Needs the local cluster up (`make cluster-up`); skipped with a note otherwise.
 
     python3 bench/bench_launch.py [--runs N] [--submit-only | --dry-only]
 """
@@ -23,6 +23,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = os.environ | {"PYTHONPATH": str(ROOT)}
@@ -110,14 +111,30 @@ def wait_idle(env: dict[str, str], then: float) -> None:
     time.sleep(then)
 
 
+def api_submit_and_time(spec: Any, env: dict[str, str]) -> tuple[float, float]:
+    """``api.submit`` of a plan made just before (as a program plans, then submits): seconds
+    until it returned the job, and until the job is RUNNING."""
+    from slurm_supernode import api
+
+    plan = api.plan(spec, need_slurm=True)
+    t0 = time.perf_counter()
+    job = api.submit(plan)
+    to_id = time.perf_counter() - t0
+    elapsed = until_running(str(job.job_id), env, t0)
+    subprocess.run(["scancel", str(job.job_id)], env=env, check=True)
+    return to_id, elapsed
+
+
 def submit_to_running(runs: int) -> None:
+    """Plain sbatch, ``api.submit`` (issue #26: target <= 1.1x sbatch) and the command line
+    (issue 5: 1.3x), submitted in turn in every round (the order rotates)."""
     conf = os.environ.get("SLURM_CONF", "/tmp/snrun-minicluster/etc/slurm.conf")
     env = ENV | {"SLURM_CONF": conf}
     if subprocess.run(["scontrol", "ping"], env=env, capture_output=True).returncode != 0:
         print("submit-to-RUNNING: skipped (no local cluster: make cluster-up)")
         return
-    snrun_t: list[tuple[float, float]] = []
-    sbatch_t: list[tuple[float, float]] = []
+    os.environ["SLURM_CONF"] = conf  # api.submit runs in this process
+    times: dict[str, list[tuple[float, float]]] = {"snrun": [], "api": [], "sbatch": []}
     with tempfile.TemporaryDirectory() as tmp:
         script = Path(tmp) / "sleep.py"
         script.write_text("import time; time.sleep(1)\n")
@@ -129,26 +146,40 @@ def submit_to_running(runs: int) -> None:
             "sbatch", "--parsable", "-N4", "--exclusive", "--constraint=[sn0|sn1]",
             "-o", "/dev/null", "--wrap", "sleep 30",
         ]  # fmt: skip
-        pair = [(snrun, snrun_t), (sbatch, sbatch_t)]
+        from slurm_supernode import api
+
+        spec = api.JobSpec(
+            program=str(script), site="local", supernodes=1, nproc_per_node=1, jobs_dir=tmp
+        )
+        api_submit_and_time(spec, env)  # warm: the modules, the site, the template cache
+        wait_idle(env, 1)
+        runners = {
+            "snrun": lambda: submit_and_time(snrun, env),
+            "api": lambda: api_submit_and_time(spec, env),
+            "sbatch": lambda: submit_and_time(sbatch, env),
+        }
+        order = list(runners)
         rng = random.Random(5)
         for i in range(runs):
             then = 1 + rng.uniform(0, 2.5)  # sched_interval is 2 s on the local cluster
-            for cmd, out in pair if i % 2 == 0 else pair[::-1]:  # alternate which goes first
+            for name in order[i % 3 :] + order[: i % 3]:  # rotate which goes first
                 wait_idle(env, then)
-                out.append(submit_and_time(cmd, env))
-    for label, times in (("snrun ", snrun_t), ("sbatch", sbatch_t)):
-        ids = statistics.median(t[0] for t in times)
-        print(f"{label} submit->job id : median {ids:5.2f} s")
-    a = statistics.median(t[1] for t in snrun_t)
-    b = statistics.median(t[1] for t in sbatch_t)
-    for label, times, med in (("snrun ", snrun_t, a), ("sbatch", sbatch_t, b)):
-        runs_ = ", ".join(f"{t[1]:.2f}" for t in times)
-        print(f"{label} submit->RUNNING: median {med:5.2f} s ({runs_})")
-    mean_a = statistics.mean(t[1] for t in snrun_t)
-    mean_b = statistics.mean(t[1] for t in sbatch_t)
-    verdict = "OK" if a / b <= 1.3 else "MISSED"
-    print(f"ratio                 : {a / b:.2f}x of medians (target <= 1.3x) {verdict}; ", end="")
-    print(f"of means {mean_a:.2f} / {mean_b:.2f} s = {mean_a / mean_b:.2f}x")
+                times[name].append(runners[name]())
+    base = statistics.median(t[1] for t in times["sbatch"])
+    for name, label in (("snrun", "snrun CLI "), ("api", "api.submit"), ("sbatch", "sbatch    ")):
+        ids = statistics.median(t[0] for t in times[name])
+        med = statistics.median(t[1] for t in times[name])
+        runs_ = ", ".join(f"{t[1]:.2f}" for t in times[name])
+        print(f"{label} submit->job id {ids:5.2f} s, ->RUNNING median {med:5.2f} s ({runs_})")
+    for name, target in (("api", 1.1), ("snrun", 1.3)):
+        med = statistics.median(t[1] for t in times[name])
+        mean = statistics.mean(t[1] for t in times[name])
+        mean_b = statistics.mean(t[1] for t in times["sbatch"])
+        verdict = "OK" if med / base <= target else "MISSED"
+        print(
+            f"ratio {name:<6}: {med / base:.2f}x of medians (target <= {target}x) {verdict}; "
+            f"of means {mean / mean_b:.2f}x"
+        )
 
 
 def main() -> None:

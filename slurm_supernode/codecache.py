@@ -10,7 +10,8 @@ next run loads it instead of compiling again: same code, same behaviour, ~1 ms i
 
 Only the command line's entry point installs this (``install``), for its own process; a
 program that imports the package is left as it is. Nothing here is required: a cache that
-cannot be read or written is ignored.
+cannot be read or written is ignored; ``SNRUN_CACHE_DIR=off`` turns it off with the template
+cache. (jobenv and fsutil, which find the folder, make their few dataclasses uncached.)
 """
 
 from __future__ import annotations
@@ -30,11 +31,16 @@ _KEY = f"{sys.implementation.cache_tag}-{sys.version_info.releaselevel}-{sys.hex
 MOST_ENTRIES = 5000
 
 
-def cache_file(environ: Mapping[str, str] | None = None) -> Path:
-    """``$XDG_CACHE_HOME/snrun/dataclass-code-<python>.marshal`` (default ``~/.cache``)."""
+def cache_file(environ: Mapping[str, str] | None = None) -> Path | None:
+    """``<cache>/dataclasses/<python>.marshal`` in the user's own cache folder (the one of the
+    compiled templates: ``$SNRUN_CACHE_DIR``, default ``~/.cache/slurm-supernode``); None when
+    it is off or not the user's own (code loaded from it runs in snrun)."""
+    from slurm_supernode.fsutil import user_cache_dir
+    from slurm_supernode.jobenv import SnrunSettings
+
     env = os.environ if environ is None else environ
-    root = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(root, "snrun", f"dataclass-code-{_KEY}.marshal")
+    folder = user_cache_dir("dataclasses", SnrunSettings.from_environ(env).cache_dir, env)
+    return None if folder is None else Path(folder, f"{_KEY}.marshal")
 
 
 class CompiledCode:
@@ -77,16 +83,17 @@ class CompiledCode:
 
 def install(environ: Mapping[str, str] | None = None) -> CompiledCode | None:
     """Let the ``dataclasses`` module compile through the cache for the rest of this process
-    (before any dataclass is created); saved at exit. None where it does not apply:
-    ``SNRUN_CODE_CACHE=0``, or a ``dataclasses`` that does not ``exec`` generated text."""
-    env = os.environ if environ is None else environ
-    if env.get("SNRUN_CODE_CACHE", "1") == "0":
-        return None
+    (before any dataclass is created); saved at exit. None where it does not apply: no cache
+    folder (``SNRUN_CACHE_DIR=off``, or one others can write), or a ``dataclasses`` that does
+    not ``exec`` generated text."""
     import dataclasses
 
     if not any(hasattr(dataclasses, name) for name in ("_create_fn", "_FuncBuilder")):
         return None  # a Python whose dataclasses work differently: nothing to cache
-    cache = CompiledCode(cache_file(env))
+    path = cache_file(environ)
+    if path is None:
+        return None
+    cache = CompiledCode(path)
     dataclasses.exec = cache.exec  # type: ignore[attr-defined]
     atexit.register(cache.save)
     return cache

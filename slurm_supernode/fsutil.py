@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -87,3 +88,25 @@ def check_output_path(path: str | os.PathLike[str], where: str) -> Path:
     if not os.access(parent, os.W_OK | os.X_OK):
         raise InputError(f"directory {parent} is not writable", where=where, hint="check it")
     return target
+
+
+def user_cache_dir(name: str, setting: str | None, environ: Mapping[str, str]) -> str | None:
+    """``<base>/<name>``, made if needed, for what snrun compiles once and reuses (templates,
+    dataclass methods). ``setting`` is ``$SNRUN_CACHE_DIR`` ("off": no cache; unset:
+    ``$XDG_CACHE_HOME/slurm-supernode``, default ``~/.cache``). None when it is off, cannot be
+    made, or is not the user's own: someone else could plant compiled code there."""
+    if setting == "off":
+        return None
+    base = setting or os.path.join(
+        environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+        "slurm-supernode",
+    )
+    folder = os.path.join(base, name)
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        st = os.stat(folder)
+    except OSError:
+        return None
+    if st.st_uid != os.getuid() or st.st_mode & 0o022:
+        return None
+    return folder

@@ -18,6 +18,7 @@ from typing import Any
 import jinja2
 
 from slurm_supernode.errors import InputError
+from slurm_supernode.fsutil import user_cache_dir
 from slurm_supernode.jobenv import SnrunSettings
 from slurm_supernode.resources import templates_dir
 
@@ -69,21 +70,10 @@ def bytecode_cache(env: Mapping[str, str] | None = None) -> jinja2.BytecodeCache
     against its source and Python's version, so an edited template is never served stale.
     ``SNRUN_CACHE_DIR`` (or ``XDG_CACHE_HOME``) moves it; ``SNRUN_CACHE_DIR=off`` turns it off.
     None when the folder cannot be made or is not the user's own."""
-    base = SnrunSettings.from_environ(env).cache_dir or ""
-    env = os.environ if env is None else env
-    if base == "off":
+    setting = SnrunSettings.from_environ(env).cache_dir
+    folder = user_cache_dir("jinja", setting, os.environ if env is None else env)
+    if folder is None:
         return None
-    if not base:
-        xdg = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        base = os.path.join(xdg, "slurm-supernode")
-    folder = os.path.join(base, "jinja")
-    try:
-        os.makedirs(folder, mode=0o700, exist_ok=True)
-        st = os.stat(folder)
-    except OSError:
-        return None
-    if st.st_uid != os.getuid() or st.st_mode & 0o022:
-        return None  # someone else could plant compiled code there
     return _QuietBytecodeCache(folder, "%s.cache")
 
 
