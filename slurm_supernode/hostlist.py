@@ -14,10 +14,9 @@ import re
 import string
 from collections.abc import Iterable
 
-from ClusterShell.RangeSet import RangeSet, RangeSetException
-
-# ClusterShell.NodeSet costs ~25 ms to import: it is imported where needed (multi-bracket
-# expressions, folding), so the common 1-D case keeps the login path light.
+# ClusterShell.NodeSet costs ~25 ms to import, its RangeSet a few: they are imported where
+# needed (multi-bracket expressions, folding, ranges other than LO-HI), so the common 1-D
+# case keeps the login path light.
 
 # Refuse expressions that would expand to absurd sizes (typos like n[0-99999999]).
 MAX_HOSTS = 1_000_000
@@ -131,6 +130,8 @@ def _expand_1d(piece: str, segs: list[str | list[str]]) -> list[str]:
                 raise HostlistError(f"'{piece}' expands to more than {MAX_HOSTS} hosts")
             hosts += [f"{prefix}{i:0{width}d}{suffix}" for i in range(int(lo), int(hi) + 1)]
             continue
+        from ClusterShell.RangeSet import RangeSet, RangeSetException
+
         try:
             rs = RangeSet(r)
         except (RangeSetException, ValueError, IndexError):

@@ -4,9 +4,10 @@ changes.
 A notebook that waits on two hundred jobs must not run two hundred ``scontrol`` a second (as a
 per-job poll would): the controller answers one ``scontrol show job`` (or pyslurm's one call,
 where it serves this Slurm; slurm/job_lookup.py decides) with every job it knows, and each
-watched job's record is taken from that answer. A watched job the controller no longer knows
-(it ended longer ago than MinJobAge) is looked up once in the completion log or accounting;
-its record is final and is never asked for again.
+watched job's record is taken from that answer. (A process that watches one job asks for that
+job alone: on a busy cluster the whole queue is a large answer.) A watched job the controller
+no longer knows (it ended longer ago than MinJobAge) is looked up once in the completion log
+or accounting; its record is final and is never asked for again.
 
 The interval between polls starts at ``first`` seconds and grows by ``factor`` after every
 poll in which no watched job changed state, up to ``most`` (a minute by default); a change, or
@@ -36,10 +37,11 @@ class Backoff:
         return self.first if changed else min(self.most, interval * self.factor)
 
 
-def _all_controller_jobs() -> list[JobInfo]:
+def _controller_jobs(job_ids: frozenset[int]) -> list[JobInfo]:
+    """One controller query: the one job, or every job the controller knows."""
     from slurm_supernode.slurm.job_lookup import controller_jobs
 
-    return controller_jobs()
+    return controller_jobs(next(iter(job_ids)) if len(job_ids) == 1 else None)
 
 
 def _lookup_one(job_id: int) -> JobInfo | None:
@@ -51,16 +53,16 @@ def _lookup_one(job_id: int) -> JobInfo | None:
 class Watcher:
     """The records of the jobs this process watches, from one query per poll.
 
-    ``query`` returns every job the controller knows; ``lookup`` finds one job the controller
-    no longer knows; ``clock`` is monotonic seconds. (Defaults: the Slurm layer and
-    ``time.monotonic``; tests give their own.)
+    ``query`` returns (at least) the given jobs the controller knows, in one query; ``lookup``
+    finds one job the controller no longer knows; ``clock`` is monotonic seconds. (Defaults:
+    the Slurm layer and ``time.monotonic``; tests give their own.)
     """
 
     def __init__(
         self,
         backoff: Backoff | None = None,
         *,
-        query: Callable[[], list[JobInfo]] = _all_controller_jobs,
+        query: Callable[[frozenset[int]], list[JobInfo]] = _controller_jobs,
         lookup: Callable[[int], JobInfo | None] = _lookup_one,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -110,9 +112,11 @@ class Watcher:
         return self._records.get(job_id)
 
     def poll(self) -> dict[int, JobInfo | None]:
-        """Ask Slurm once for every watched job; returns the records."""
+        """Ask Slurm once for every watched job (none when every one has settled); returns the
+        records."""
         with self._lock:
-            known = {info.job_id: info for info in self._query()}
+            asked = frozenset(self._watched - self._settled)
+            known = {info.job_id: info for info in self._query(asked)} if asked else {}
             self.polls += 1
             changed = False
             for job_id in sorted(self._watched):

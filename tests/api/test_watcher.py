@@ -105,6 +105,13 @@ def test_interval_grows_while_nothing_changes_and_resets_on_a_change(slurm):
     assert watcher.interval == 2.0
 
 
+def test_one_watched_job_is_asked_for_alone(slurm):
+    slurm.set_jobs({7: "RUNNING"})
+    watcher = Watcher(clock=Clock())
+    assert str(watcher.record(7).state) == "RUNNING"
+    assert slurm.calls() == ["show job --json 7"]
+
+
 def test_a_job_the_controller_forgot_is_looked_up_once(slurm):
     """Ended longer ago than MinJobAge: accounting is asked once, never again."""
     slurm.set_jobs({7: "RUNNING"})
