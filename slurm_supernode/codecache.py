@@ -11,7 +11,7 @@ next run loads it instead of compiling again: same code, same behaviour, ~1 ms i
 Only the command line's entry point installs this (``install``), for its own process; a
 program that imports the package is left as it is. Nothing here is required: a cache that
 cannot be read or written is ignored; ``SNRUN_CACHE_DIR=off`` turns it off with the template
-cache. (jobenv and fsutil, which find the folder, make their few dataclasses uncached.)
+cache.
 """
 
 from __future__ import annotations
@@ -36,10 +36,11 @@ def cache_file(environ: Mapping[str, str] | None = None) -> Path | None:
     compiled templates: ``$SNRUN_CACHE_DIR``, default ``~/.cache/slurm-supernode``); None when
     it is off or not the user's own (code loaded from it runs in snrun)."""
     from slurm_supernode.fsutil import user_cache_dir
-    from slurm_supernode.jobenv import SnrunSettings
 
     env = os.environ if environ is None else environ
-    folder = user_cache_dir("dataclasses", SnrunSettings.from_environ(env).cache_dir, env)
+    # read here, not through jobenv.SnrunSettings (its cache_dir): jobenv's own dataclasses
+    # are to be made through this cache
+    folder = user_cache_dir("dataclasses", env.get("SNRUN_CACHE_DIR") or None, env)
     return None if folder is None else Path(folder, f"{_KEY}.marshal")
 
 
