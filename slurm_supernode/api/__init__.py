@@ -21,25 +21,38 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from slurm_supernode.api.chain_state import ChainState
-    from slurm_supernode.api.job import Job
-    from slurm_supernode.api.plan import JobPlan, plan
+    from slurm_supernode.api.job import Job, WaitTimeout
+    from slurm_supernode.api.planning import JobPlan, plan
     from slurm_supernode.api.spec import JobSpec, Layout
-    from slurm_supernode.api.submit import submit
+    from slurm_supernode.api.submission import submit
     from slurm_supernode.api.watcher import Watcher
 
-# public name -> the module of this package that defines it
+# public name -> the module of this package that defines it. A module never bears the name of
+# a public name (planning.py, not plan.py): importing a submodule binds its name on the package,
+# which would hide the function of that name.
 _EXPORTS: dict[str, str] = {
     "JobSpec": "spec",
     "Layout": "spec",
-    "JobPlan": "plan",
-    "plan": "plan",
-    "submit": "submit",
+    "JobPlan": "planning",
+    "plan": "planning",
+    "submit": "submission",
     "Job": "job",
+    "WaitTimeout": "job",
     "ChainState": "chain_state",
     "Watcher": "watcher",
 }
 
-__all__ = ["ChainState", "Job", "JobPlan", "JobSpec", "Layout", "Watcher", "plan", "submit"]
+__all__ = [
+    "ChainState",
+    "Job",
+    "JobPlan",
+    "JobSpec",
+    "Layout",
+    "WaitTimeout",
+    "Watcher",
+    "plan",
+    "submit",
+]
 
 
 def __getattr__(name: str) -> Any:

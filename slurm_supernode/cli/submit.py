@@ -17,7 +17,7 @@ from slurm_supernode.cli.options import (
 from slurm_supernode.launch.jobspec import JobSpec, parse_env_items
 
 if TYPE_CHECKING:
-    from slurm_supernode.api.plan import JobPlan
+    from slurm_supernode.api.planning import JobPlan
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -398,7 +398,7 @@ def _check_input_file(path: str, option: str, *, must_be_path: bool) -> None:
 
 
 def run(ns: argparse.Namespace) -> int:
-    from slurm_supernode.api.plan import plan
+    from slurm_supernode.api.planning import plan
 
     job_plan = plan(spec_from_args(ns), need_slurm=not ns.dry_run)
     if job_plan.refusal is not None:  # a dry run of a script still being written is fine
@@ -410,7 +410,7 @@ def run(ns: argparse.Namespace) -> int:
     if ns.dry_run:
         _print_dry_run(job_plan, as_json=ns.json)
         return 0
-    from slurm_supernode.api.submit import submit
+    from slurm_supernode.api.submission import submit
 
     job = submit(job_plan)
     print(job.job_id if ns.parsable else f"Submitted batch job {job.job_id}", flush=True)

@@ -159,3 +159,23 @@ def test_logs_of_a_rank_and_followed_across_attempts(tmp_path, slurm):
 def test_from_id_of_an_unknown_job_says_where_it_looked(tmp_path):
     with pytest.raises(InputError, match="no snrun job '999'"):
         Job.from_id(999, jobs_dir=tmp_path)
+
+
+def test_the_package_names_resolve_on_use():
+    """``import slurm_supernode.api`` loads none of its modules; each name loads its own, and
+    loading one module never hides another name (``JobPlan`` first, then ``plan``)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, slurm_supernode.api as api\n"
+        "before = sorted(m for m in sys.modules if m.startswith('slurm_supernode.api.'))\n"
+        "order = ['JobPlan', 'Job', *api.__all__]\n"
+        "print(before, all(getattr(api, n).__name__ == n for n in order))\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True,
+        env={"PYTHONPATH": str(root)},
+    )  # fmt: skip
+    assert out.stdout.split() == ["[]", "True"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from slurm_supernode.api.plan import JobPlan, plan
+from slurm_supernode.api.planning import JobPlan, plan
 
 if TYPE_CHECKING:
     from slurm_supernode.api.job import Job
