@@ -54,6 +54,9 @@ def chain_state(chain: ledger.Chain, job_id: int | None, info: JobInfo | None) -
         return ChainState(state, True, reason, job_id, slurm, n, source="slurm")
     phase = info.state.phase
     state = "RUNNING" if phase == "RUNNING" else "PENDING" if info.pending else phase
+    open_attempt = bool(chain.attempts) and chain.attempts[-1].end is None
+    if open_attempt and info.pending and not info.state.held:
+        state = "RUNNING"  # the ledger is newer than a record polled a few seconds ago
     return ChainState(state, False, info.reason, job_id, slurm, n, source="queue")
 
 

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from slurm_supernode.errors import InputError
 from slurm_supernode.fsutil import write_atomic, write_json_atomic
 from slurm_supernode.jobenv import SnrunSettings
+from slurm_supernode.launch.inputs import FILE as INPUTS_FILE
 
 if TYPE_CHECKING:
     import subprocess
@@ -113,7 +114,9 @@ def _git(source: Path, *args: str) -> subprocess.CompletedProcess[bytes] | None:
 
 
 def _walk(source: Path, skip: Iterable[Path]) -> list[str]:
-    """Files under ``source`` (relative), without VCS folders, caches, and ``skip``."""
+    """Files under ``source`` (relative), without VCS folders, caches, ``skip``, and snrun job
+    directories (those with a plan.json: a jobs dir that is the code folder itself would
+    otherwise copy every earlier job, snapshots included, into the next)."""
     skipped = {p.resolve() for p in skip}
     out = []
     for root, dirs, files in os.walk(source):
@@ -124,6 +127,7 @@ def _walk(source: Path, skip: Iterable[Path]) -> list[str]:
             if d not in _SKIP_DIRS
             and not (here / d).is_symlink()
             and (here / d).resolve() not in skipped
+            and not (here / d / INPUTS_FILE).is_file()
         )
         out += [str((here / f).relative_to(source)) for f in sorted(files)]
         if len(out) > MAX_FILES:

@@ -71,6 +71,8 @@ def test_state_follows_slurm_until_the_ledger_ends_the_chain(tmp_path, slurm):
     now = job.state()
     assert (now.state, now.ended, now.source) == ("PENDING", False, "queue")
     ledger.append(d, "attempt_start", attempt=0, job_id=41, nodes="n[0-3]")
+    # the watcher's last answer (PENDING) is older than the ledger's started attempt
+    assert job.state().state == "RUNNING" and job.state().slurm_state == "PENDING"
     slurm.set_state({41: "RUNNING"})
     job.watcher.poll()
     assert job.state().state == "RUNNING" and job.state().attempts == 1

@@ -142,6 +142,22 @@ def test_snapshot_of_a_plain_directory(tmp_path: Path) -> None:
     assert plan_snapshot("train.py", False, str(src), job_dir, enabled=False) is None
 
 
+def test_snapshot_leaves_out_job_dirs_of_a_jobs_dir_that_is_the_code_folder(tmp_path: Path):
+    """``--jobs-dir .`` beside the script: earlier jobs (and their snapshots) are not code."""
+    (tmp_path / "train.py").write_text("print(1)\n")
+    for n in (1, 2):
+        old = tmp_path / f"train.py-old{n}"
+        (old / "code").mkdir(parents=True)
+        (old / "plan.json").write_text("{}")
+        (old / "code" / "train.py").write_text("print(1)\n")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "x.txt").write_text("x")
+    plan = plan_snapshot("train.py", False, str(tmp_path), tmp_path / "train.py-new")
+    assert plan is not None
+    files, _, _ = collect_snapshot(plan, limit=10_000, skip=[tmp_path])
+    assert sorted(files) == ["data/x.txt", "train.py"]
+
+
 def test_snapshot_in_git_records_commit_and_diff(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     (repo / "scripts").mkdir(parents=True)
