@@ -26,7 +26,7 @@ lint:
 	ruff check slurm_supernode tests bench contrib
 	ruff format --check slurm_supernode tests bench contrib
 	lint-imports  # layer contracts: .importlinter
-	mypy  # types: [tool.mypy] in pyproject.toml (strict on slurm/, placement/, runtime/, launch/)
+	mypy  # types: [tool.mypy] in pyproject.toml (strict on api/, slurm/, placement/, runtime/, launch/)
 
 format:
 	ruff format slurm_supernode tests bench contrib
