@@ -9,7 +9,9 @@
     job.attempts(); job.logs(rank=0); job.cancel()
     job = api.Job.from_id(1234)        # a handle on a chain submitted earlier (any attempt's id)
 
-The CLI's verbs are argument parsing plus one call into this package (docs/api.md). Names
+The operations have their own modules: ``from slurm_supernode.api import doctor, health, bench,
+schedules`` (and ``bench_report``). The CLI's verbs are argument parsing plus one call into this
+package (docs/api.md). Names
 are resolved on first use (PEP 562), so ``import slurm_supernode.api`` costs nothing and a
 verb loads only the modules it needs (``snrun --dry-run`` stays light).
 """

@@ -74,7 +74,7 @@ def thresholds(
     """The options given over the site's ``BenchSettings`` over the defaults."""
     base = Thresholds()
     pct, runs = threshold_pct, baseline_runs
-    floors: tuple = ()
+    floors: tuple[tuple[str, float], ...] = ()
     if bench is not None:
         pct = pct if pct is not None else bench.regression_pct
         runs = runs or bench.baseline_runs
