@@ -1,17 +1,23 @@
 --------------------------------------------------------------------------------------------------
--- Static logic (templates/job_submit_logic.lua of slurm-supernode). It reads only the SITE table
--- above: no I/O, no shelling out, no loops over nodes (it runs inside slurmctld under its locks).
+-- Static logic (templates/job_submit_logic.lua of slurm-supernode). Per job it reads only the
+-- SITE table above: no I/O, no shelling out, no loops over nodes (it runs inside slurmctld under
+-- its locks). Only strategy "auto" reads files, once, when slurmctld loads this script (below).
 --
 -- For a job in one of SITE.partitions (no partition given: the default partition):
 --   * node count: -N (min_nodes); else ceil(--gpus / GPUs per node); else ceil(-n /
 --     --ntasks-per-node); else 1. Rounded UP to whole super nodes; min_nodes = max_nodes = that.
+--     With SITE.small_jobs = "aligned", a count that fits in one super node is kept as it is
+--     (min_nodes = max_nodes = n) and only placed inside one super node (the constraint below);
+--     only counts over one super node are rounded.
 --   * one super node:  --constraint=[sn0|sn1|...] (matching OR: all nodes share one feature),
 --     AND-ed with the job's own constraint if it has one;
 --   * k > 1 super nodes: strategy block -> --segment=<size> (topology/block) where the plugin
 --     has the segment_size field (Slurm 26.05); Slurm 24.11's plugin has none, so the job keeps
 --     its whole-super-node count and the user is told to add --segment themselves;
---     strategy switches -> --switches=k (best effort); features/auto -> rejected with a hint to
+--     strategy switches -> --switches=k (best effort); features -> rejected with a hint to
 --     use 'snrun -S k' (a heterogeneous job of k one-super-node components: exact everywhere);
+--     auto -> block where the partition's topology is a block one (see detect_strategy), else
+--     as features;
 --   * more nodes than the partition's super nodes hold: rejected at submit with a message.
 -- Left alone: jobs whose constraint already names a super node feature (snrun's own components,
 -- snrun --allow-partial), jobs with --segment already set, and every other partition.
@@ -97,6 +103,113 @@ local function wanted_nodes(job_desc, part)
    return 1, "a job without -N (1 node)"
 end
 
+-- Strategy "auto", decided from the Slurm that runs this script: slurmctld reads job_submit.lua
+-- from the folder of its slurm.conf, and takes its topology from topology.yaml in that folder
+-- when the file exists (Slurm >= 25.05; the cluster_default topology, or the one a partition
+-- names with Topology=), else from TopologyPlugin in slurm.conf. Read once, at load: slurmctld
+-- loads the script again when it restarts or the file changes, never per job.
+local function read_lines(path)
+   local f = io.open(path, "r")
+   if f == nil then
+      return nil
+   end
+   local lines = {}
+   for line in f:lines() do
+      lines[#lines + 1] = line
+   end
+   f:close()
+   return lines
+end
+
+-- slurm.conf: TopologyPlugin and each partition's Topology= (keys are case-insensitive;
+-- Include lines are followed, relative paths from the folder of slurm.conf).
+local function read_slurm_conf(path, dir, conf, depth)
+   local lines = read_lines(path)
+   if lines == nil or depth > 8 then
+      return conf
+   end
+   for _, raw in ipairs(lines) do
+      local line = string.gsub(raw, "#.*$", "")
+      local inc = string.match(line, "^%s*[Ii][Nn][Cc][Ll][Uu][Dd][Ee]%s+(%S+)")
+      if inc ~= nil then
+         if string.sub(inc, 1, 1) ~= "/" then
+            inc = dir .. "/" .. inc
+         end
+         read_slurm_conf(inc, dir, conf, depth + 1)
+      else
+         local pairs_on_line = {}
+         for key, value in string.gmatch(line, "([%w_]+)%s*=%s*\"?([^%s\"]*)\"?") do
+            pairs_on_line[string.lower(key)] = value
+         end
+         if pairs_on_line.topologyplugin ~= nil then
+            conf.plugin = string.lower(pairs_on_line.topologyplugin)
+         end
+         local pname = pairs_on_line.partitionname
+         if pname ~= nil and pairs_on_line.topology ~= nil then
+            for _, name in ipairs(words(pname, ",")) do
+               conf.partition_topology[name] = pairs_on_line.topology
+            end
+         end
+      end
+   end
+   return conf
+end
+
+-- topology.yaml: name -> kind ("block", "tree", "flat") of each topology, and the default.
+local function read_topology_yaml(path)
+   local lines = read_lines(path)
+   if lines == nil then
+      return nil
+   end
+   local kinds, order, default, current = {}, {}, nil, nil
+   for _, line in ipairs(lines) do
+      local name = string.match(line, "^%s*-%s*topology:%s*[\"']?([^%s\"']+)")
+      if name ~= nil then
+         current = name
+         order[#order + 1] = name
+      elseif current ~= nil then
+         if string.match(line, "^%s+cluster_default:%s*[Tt]rue") and default == nil then
+            default = current
+         end
+         local kind = string.match(line, "^%s+(%a+):%s*$")
+         if kind == "block" or kind == "tree" or kind == "flat" then
+            kinds[current] = kinds[current] or kind
+         end
+      end
+   end
+   return { kinds = kinds, default = default or order[1] }
+end
+
+-- The strategy for partition pname when SITE.strategy is "auto", and why (for the log).
+local function detect_strategy(pname, dir)
+   -- slurmctld's own file: SLURM_CONF where it lies in this folder (another name), else
+   -- slurm.conf here
+   local conf_path = os.getenv("SLURM_CONF")
+   if conf_path == nil or string.match(conf_path, "^(.*)/[^/]*$") ~= dir then
+      conf_path = dir .. "/slurm.conf"
+   end
+   local conf = read_slurm_conf(conf_path, dir, { partition_topology = {} }, 0)
+   local yaml = read_topology_yaml(dir .. "/topology.yaml")
+   local kind, source
+   if yaml ~= nil then
+      local name = conf.partition_topology[pname] or yaml.default
+      kind, source = yaml.kinds[name], dir .. "/topology.yaml (topology " .. tostring(name) .. ")"
+   elseif conf.plugin ~= nil then
+      kind, source = string.match(conf.plugin, "([%a_]+)$"), conf_path .. " (TopologyPlugin)"
+   else
+      source = conf_path .. " (no TopologyPlugin, no topology.yaml)"
+   end
+   if kind == "block" then
+      return "block", "topology/block in " .. source
+   end
+   return "features", "topology " .. tostring(kind or "none") .. " in " .. source
+end
+
+local function script_dir()
+   local source = debug.getinfo(1, "S").source or ""
+   return string.match(source, "^@(.*)/[^/]*$") or "."
+end
+
 local function plural(n, word)
    if n == 1 then
       return n .. " " .. word
@@ -124,6 +237,18 @@ local function capacity(part)
    return most, table.concat(text, ", ")
 end
 
+-- small_jobs "aligned": the matching-OR list of every super node that holds n nodes (any size
+-- class as big as n), so a job kept at its size may start in any of them.
+local function fitting_constraint(part, n)
+   local names = {}
+   for _, class in ipairs(part.classes) do
+      if class.size >= n then
+         names[#names + 1] = class.constraint
+      end
+   end
+   return table.concat(names, "|")
+end
+
 local function reject(msg)
    slurm.log_user("%s", "snrun job_submit: " .. msg) -- log_user formats: keep % literal
    return slurm.ESLURM_INVALID_NODE_COUNT or slurm.ERROR
@@ -133,7 +258,7 @@ end
 -- constraint the job has now (on modify, the job record's when the update does not set one).
 local function enforce(job_desc, pname, own_features, n, how)
    local part = SITE.partitions[pname]
-   local multi = SITE.strategy == "block" or SITE.strategy == "switches"
+   local multi = part.strategy == "block" or part.strategy == "switches"
    local plan = round_up(part, n, multi)
    if plan == nil then
       local most, what = capacity(part)
@@ -152,11 +277,15 @@ local function enforce(job_desc, pname, own_features, n, how)
    end
    local size, k = plan.class.size, plan.k
    local total = size * k
+   local constraint = plan.class.constraint
+   if k == 1 and SITE.small_jobs == "aligned" then
+      total, constraint = n, fitting_constraint(part, n)
+   end
    job_desc.min_nodes = total
    job_desc.max_nodes = total
    local where
    if k == 1 then
-      local c = "[" .. plan.class.constraint .. "]"
+      local c = "[" .. constraint .. "]"
       if own_features ~= nil and own_features ~= "" then
          -- AND the job's own constraint; an OR list of its own goes in parentheses.
          if string.find(own_features, "|", 1, true) and not string.find(own_features, "[", 1, true) then
@@ -166,12 +295,12 @@ local function enforce(job_desc, pname, own_features, n, how)
          end
       end
       job_desc.features = c
-      where = "one super node of " .. plan.class.constraint
-   elseif SITE.strategy == "block" and job_desc.segment_size ~= nil then
+      where = "one super node of " .. constraint
+   elseif part.strategy == "block" and job_desc.segment_size ~= nil then
       -- The plugin has the field (Slurm 26.05 reads 0 or NO_VAL16 when unset): set it.
       job_desc.segment_size = size
       where = plural(k, "super node") .. " (--segment=" .. size .. ")"
-   elseif SITE.strategy == "block" then
+   elseif part.strategy == "block" then
       -- Slurm 24.11's job_submit/lua has no segment_size field: it can neither be set nor
       -- read here (setting it only logs "unrecognized field"). Say so, and what to type.
       where = plural(k, "super node") .. " (no segment set: this Slurm's job_submit/lua has"
@@ -250,8 +379,9 @@ function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)
    if pname == nil then
       return slurm.SUCCESS
    end
-   local multi = SITE.strategy == "block" or SITE.strategy == "switches"
-   local plan = round_up(SITE.partitions[pname], n, multi)
+   local part = SITE.partitions[pname]
+   local multi = part.strategy == "block" or part.strategy == "switches"
+   local plan = round_up(part, n, multi)
    if plan == nil then
       local most, what = capacity(SITE.partitions[pname])
       return reject(string.format(
@@ -260,18 +390,32 @@ function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)
          pname, what, n, most))
    end
    local total = plan.k * plan.class.size
+   if plan.k == 1 and SITE.small_jobs == "aligned" then
+      total = n -- kept at its size (its constraint, set at submit, keeps it in one super node)
+   end
    if total ~= n then
       return reject(string.format(
          "partition %s runs jobs on whole super nodes: NumNodes=%d is not whole; use"
             .. " NumNodes=%d", pname, n, total))
    end
    job_desc.max_nodes = n
-   if SITE.strategy == "switches" then
+   if part.strategy == "switches" then
       job_desc.req_switch = plan.k
    end
    return slurm.SUCCESS
 end
 
-slurm.log_info("snrun job_submit: loaded for site %s (%d super node partitions)", SITE.name,
-               SITE.partition_count)
+-- Each enforced partition's strategy, decided now (at load) for "auto".
+for pname, part in pairs(SITE.partitions) do
+   part.strategy = SITE.strategy
+   if SITE.strategy == "auto" then
+      local why
+      part.strategy, why = detect_strategy(pname, script_dir())
+      slurm.log_info("snrun job_submit: partition %s: strategy auto -> %s (%s)", pname,
+                     part.strategy, why)
+   end
+end
+
+slurm.log_info("snrun job_submit: loaded for site %s (%d super node partitions, jobs below one"
+                  .. " super node: %s)", SITE.name, SITE.partition_count, SITE.small_jobs)
 return slurm.SUCCESS

@@ -13,6 +13,7 @@ from slurm_supernode.site.model import (
     CROSS_ISLAND,
     LINK_LEVELS,
     RESTART_CAUSES,
+    SMALL_JOB_POLICIES,
     STRATEGIES,
     BenchSettings,
     DoctorSettings,
@@ -30,6 +31,7 @@ SLURM_KEYS = (
     "strategy",
     "spine_switch",
     "supernode_partitions",
+    "small_jobs",
     "gres_name",
     "node_options",
 )
@@ -61,18 +63,17 @@ class SettingsBuilder(NodeReader):
                     kw[key] = value
         for key in m:
             self.src.slurm[key] = self.loc(m[key][1])
-        if "strategy" in m:
-            strategy = self.name(
-                m["strategy"][1], "slurm.strategy", "one of " + ", ".join(STRATEGIES)
-            )
-            if strategy is not None and strategy not in STRATEGIES:
-                self.err(
-                    m["strategy"][1],
-                    f"unknown strategy {strategy!r}",
-                    "choose one of " + ", ".join(STRATEGIES),
-                )
-            elif strategy is not None:
-                kw["strategy"] = strategy
+        strategy = self._choice(m, "strategy", STRATEGIES, "choose one of " + ", ".join(STRATEGIES))
+        if strategy is not None:
+            kw["strategy"] = strategy
+        small = self._choice(
+            m,
+            "small_jobs",
+            SMALL_JOB_POLICIES,
+            "choose whole (round up to the super node) or aligned (keep the size, one super node)",
+        )
+        if small is not None:
+            kw["small_jobs"] = small
         if "feature_format" in m:
             fmt = self.name(m["feature_format"][1], "slurm.feature_format", "a feature name format")
             if fmt is not None and self._check_format(m["feature_format"][1], fmt, ("name",)):
@@ -84,6 +85,16 @@ class SettingsBuilder(NodeReader):
         if "node_options" in m:
             kw["node_options"] = self._node_options(m["node_options"][1])
         return SlurmSettings(**kw)
+
+    def _choice(self, m: dict, key: str, choices: tuple[str, ...], hint: str) -> str | None:
+        """slurm.KEY: one of ``choices`` (None when absent or wrong: the error is recorded)."""
+        if key not in m:
+            return None
+        value = self.name(m[key][1], f"slurm.{key}", "one of " + ", ".join(choices))
+        if value is not None and value not in choices:
+            self.err(m[key][1], f"unknown {key.replace('_', ' ')} {value!r}", hint)
+            return None
+        return value
 
     def _partitions(self, node: yaml.Node) -> tuple[str, ...] | None:
         """slurm.supernode_partitions: plain partition names (None when one is not)."""

@@ -11,6 +11,10 @@ from dataclasses import dataclass, field
 
 VENDORS = ("nvidia", "ascend")
 STRATEGIES = ("auto", "block", "features", "switches")
+# slurm.small_jobs: what job_submit.lua does with a job that fits in one super node: "whole"
+# rounds it up to the whole super node, "aligned" keeps its node count and only keeps it
+# inside one super node.
+SMALL_JOB_POLICIES = ("whole", "aligned")
 # Link levels, innermost first: inside one node, inside one super node, between super nodes.
 LINK_LEVELS = ("node", "supernode", "inter")
 # Optional level: between device islands of one node (e.g. two HCCS or NVLink islands joined
@@ -116,6 +120,8 @@ class SlurmSettings:
     spine_switch: str = "spine"
     # Partitions on which the job_submit plugin enforces whole super nodes.
     supernode_partitions: tuple[str, ...] = ()
+    # job_submit.lua's rule for jobs that fit in one super node (one of SMALL_JOB_POLICIES)
+    small_jobs: str = "whole"
     gres_name: str = "gpu"
     # Extra NodeName= attributes for every node, in order (e.g. NodeHostname=localhost,
     # NodeAddr=127.0.0.1 so several slurmd share one host in the local test cluster).

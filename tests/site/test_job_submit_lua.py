@@ -32,7 +32,8 @@ NO_VAL, NO_VAL16, INVALID_NODE_COUNT = 4294967294, 65534, 2006
 PRELUDE = f"""
 MSGS = {{}}
 slurm = {{ SUCCESS = 0, ERROR = -1, ESLURM_INVALID_NODE_COUNT = {INVALID_NODE_COUNT},
-  NO_VAL = {NO_VAL}, NO_VAL16 = {NO_VAL16}, log_info = function(...) end,
+  NO_VAL = {NO_VAL}, NO_VAL16 = {NO_VAL16},
+  log_info = function(fmt, ...) INFO = (INFO or "") .. string.format(fmt, ...) .. " / " end,
   log_user = function(fmt, ...) MSGS[#MSGS + 1] = string.format(fmt, ...) end }}
 """
 
@@ -42,6 +43,7 @@ for _, k in ipairs({"min_nodes", "max_nodes", "features", "segment_size", "req_s
   out[#out + 1] = k .. "=" .. tostring(job[k])
 end
 out[#out + 1] = "msg=" .. table.concat(MSGS, " / ")
+out[#out + 1] = "info=" .. (INFO or "")
 print(table.concat(out, "\\n"))
 """
 
@@ -77,6 +79,7 @@ def run_plugin(
     rec: dict | None = None,
     *,
     segment_field: bool = True,
+    env: dict[str, str] | None = None,
 ):
     """Load the exported script and call slurm_job_submit (or slurm_job_modify with rec).
     segment_field=False: a job_desc like Slurm 24.11's, without segment_size."""
@@ -97,7 +100,11 @@ def run_plugin(
         + 'MSGS[#MSGS + 1] = SET_UNKNOWN and ("set unknown field " .. SET_UNKNOWN) or nil\n'
         + REPORT
     )
-    proc = subprocess.run([LUA, "-"], input=driver, capture_output=True, text=True, timeout=30)
+    # the caller's SLURM_CONF (a test cluster's) must not decide strategy auto here
+    env = {k: v for k, v in os.environ.items() if k != "SLURM_CONF"} | (env or {})
+    proc = subprocess.run(
+        [LUA, "-"], input=driver, capture_output=True, text=True, timeout=30, env=env
+    )
     assert proc.returncode == 0, proc.stderr
     result = {}
     for line in proc.stdout.splitlines():
@@ -302,3 +309,176 @@ def test_modify_checks_new_node_counts(scripts):
     assert unchanged["rc"] == 0
     other = run_plugin(scripts["local"], {"min_nodes": 3}, rec={"partition": "debug"})
     assert other["rc"] == 0
+
+
+# -- strategy auto: decided from the Slurm configuration next to the script (at load) ------------
+
+
+def auto_site_script(folder: Path, site: str = "nvl72", **files: str) -> Path:
+    """The site's plugin with strategy auto, installed in folder next to the given files."""
+    text = (ROOT / "site-configs" / f"{site}.yaml").read_text()
+    text = text.replace("strategy: block", "strategy: auto")
+    (folder / "site.yaml").write_text(text)
+    script = folder / "job_submit.lua"
+    script.write_text(export(load_site(str(folder / "site.yaml")), "job-submit-lua"))
+    for name, body in files.items():
+        (folder / name.replace("_", ".")).write_text(body)
+    return script
+
+
+BLOCK_CONF = "ClusterName=x\n# TopologyPlugin=topology/tree\ntopologyplugin = topology/block\n"
+
+
+@needs_lua
+def test_auto_on_a_block_slurm_conf_acts_as_block(tmp_path):
+    """24.11 (no segment field): snrun's own -N 36 --segment=18 request and a plain -N 20 get
+    through as block (whole count, the message what to type), not refused as multi-super-node."""
+    script = auto_site_script(tmp_path, slurm_conf=BLOCK_CONF)
+    r = run_plugin(script, {"min_nodes": 36, "partition": "gb200"}, segment_field=False)
+    assert (r["rc"], r["min_nodes"], r["max_nodes"]) == (0, 36, 36)
+    assert "strategy auto -> block (topology/block in" in r["info"]
+    r = run_plugin(script, {"min_nodes": 20, "partition": "gb200"}, segment_field=False)
+    assert (r["rc"], r["min_nodes"]) == (0, 36) and "--segment=18" in r["msg"]
+    # 26.05 (segment field present): the plugin sets the segment itself
+    r = run_plugin(script, {"min_nodes": 20, "partition": "gb200", "segment_size": 0})
+    assert (r["rc"], r["min_nodes"], r["segment_size"]) == (0, 36, 18)
+
+
+@needs_lua
+def test_auto_on_a_tree_or_missing_conf_refuses_multi_super_node_jobs(tmp_path):
+    (tmp_path / "tree").mkdir()
+    (tmp_path / "none").mkdir()
+    tree = auto_site_script(tmp_path / "tree", slurm_conf="TopologyPlugin=topology/tree\n")
+    none = auto_site_script(tmp_path / "none")
+    for script, why in ((tree, "topology tree in"), (none, "no TopologyPlugin, no topology.yaml")):
+        r = run_plugin(script, {"min_nodes": 20, "partition": "gb200"})
+        assert r["rc"] == INVALID_NODE_COUNT and "snrun -S 2" in r["msg"], r
+        assert "strategy auto -> features" in r["info"] and why in r["info"]
+
+
+@needs_lua
+def test_auto_follows_include_and_slurm_conf_env(tmp_path):
+    inc = tmp_path / "topo.conf"
+    inc.write_text("TopologyPlugin=topology/block\n")
+    script = auto_site_script(tmp_path, slurm_conf="Include topo.conf\n")
+    r = run_plugin(script, {"min_nodes": 20, "partition": "gb200"}, segment_field=False)
+    assert (r["rc"], r["min_nodes"]) == (0, 36)
+    # slurmctld started with another file of this folder (SLURM_CONF): that file decides
+    (tmp_path / "other.conf").write_text("TopologyPlugin=topology/tree\n")
+    env = {"SLURM_CONF": str(tmp_path / "other.conf")}
+    r = run_plugin(script, {"min_nodes": 20, "partition": "gb200"}, env=env)
+    assert r["rc"] == INVALID_NODE_COUNT
+    # a SLURM_CONF of another folder is not this slurmctld's: the folder's slurm.conf decides
+    env = {"SLURM_CONF": "/nonexistent/slurm.conf"}
+    r = run_plugin(script, {"min_nodes": 20, "partition": "gb200"}, env=env, segment_field=False)
+    assert r["rc"] == 0
+
+
+TOPOLOGY_YAML = """- topology: t1
+  cluster_default: {tree_default}
+  tree:
+    switches:
+    - switch: s0
+      nodes: n[0-3]
+- topology: b1
+  cluster_default: {block_default}
+  block:
+    block_sizes:
+    - 18
+    blocks:
+    - block: b0
+      nodes: n[0-17]
+"""
+
+
+@needs_lua
+def test_auto_reads_topology_yaml_default_and_partition_topology(tmp_path):
+    """topology.yaml (25.05+) wins over TopologyPlugin; a partition's Topology= picks one."""
+    for name, tree_default, partition_line, want in (
+        ("blockdefault", "false", "", 0),
+        ("treedefault", "true", "", INVALID_NODE_COUNT),
+        ("parttree", "false", "PartitionName=gb200 Nodes=ALL Topology=t1\n", INVALID_NODE_COUNT),
+        ("partblock", "true", "PartitionName=other,gb200 Topology=b1 State=UP\n", 0),
+    ):
+        folder = tmp_path / name
+        folder.mkdir()
+        yaml_text = TOPOLOGY_YAML.format(
+            tree_default=tree_default, block_default="true" if tree_default == "false" else "false"
+        )
+        script = auto_site_script(
+            folder,
+            slurm_conf="TopologyPlugin=topology/tree\n" + partition_line,
+            topology_yaml=yaml_text,
+        )
+        r = run_plugin(script, {"min_nodes": 20, "partition": "gb200"}, segment_field=False)
+        assert r["rc"] == want, (name, r)
+        assert "topology.yaml (topology " in r["info"]
+
+
+# -- small_jobs: aligned (keep the size, one super node) ------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def aligned(tmp_path_factory) -> dict[str, Path]:
+    out = tmp_path_factory.mktemp("aligned")
+    paths = {}
+    for name in ("local", "nvl72"):
+        text = (ROOT / "site-configs" / f"{name}.yaml").read_text()
+        text = text.replace("\nslurm:\n", "\nslurm:\n  small_jobs: aligned\n", 1)
+        (out / f"{name}.yaml").write_text(text)
+        paths[name] = out / f"{name}.lua"
+        paths[name].write_text(export(load_site(str(out / f"{name}.yaml")), "job-submit-lua"))
+    return paths
+
+
+@needs_lua
+def test_aligned_keeps_small_jobs_at_their_size_in_one_super_node(aligned):
+    for n in (1, 3, 4):
+        r = run_plugin(aligned["local"], {"min_nodes": n, "partition": "main"})
+        assert (r["rc"], r["min_nodes"], r["max_nodes"]) == (0, n, n)
+        assert r["features"] == "[sn0|sn1]" and r["msg"] == ""
+    gpus = run_plugin(aligned["local"], {"tres_per_job": "gres:gpu:12", "partition": "main"})
+    assert (gpus["min_nodes"], gpus["features"]) == (2, "[sn0|sn1]")
+    own = run_plugin(aligned["local"], {"min_nodes": 2, "features": "bigmem"})
+    assert (own["min_nodes"], own["features"]) == (2, "bigmem&[sn0|sn1]")
+
+
+@needs_lua
+def test_aligned_still_rounds_jobs_over_one_super_node(aligned):
+    features = run_plugin(aligned["local"], {"min_nodes": 5, "partition": "main"})
+    assert features["rc"] == INVALID_NODE_COUNT and "snrun -S 2" in features["msg"]
+    block = run_plugin(aligned["nvl72"], {"min_nodes": 20, "partition": "gb200"})
+    assert (block["rc"], block["min_nodes"], block["segment_size"]) == (0, 36, 18)
+    small = run_plugin(aligned["nvl72"], {"min_nodes": 5, "partition": "gb200"})
+    assert (small["min_nodes"], small["segment_size"]) == (5, 65534)
+    assert small["features"].startswith("[nvl72-01|")
+
+
+@needs_lua
+def test_aligned_on_mixed_sizes_allows_every_super_node_that_holds_the_job(tmp_path):
+    text = (ROOT / "site-configs" / "local.yaml").read_text()
+    text = text.replace("nodes: n[4-7]", "nodes: n[4-11]")
+    text = text.replace("\nslurm:\n", "\nslurm:\n  small_jobs: aligned\n", 1)
+    (tmp_path / "s.yaml").write_text(text)
+    script = tmp_path / "js.lua"
+    script.write_text(export(load_site(str(tmp_path / "s.yaml")), "job-submit-lua"))
+    three = run_plugin(script, {"min_nodes": 3})
+    assert (three["min_nodes"], three["features"]) == (3, "[sn0|sn1]")
+    six = run_plugin(script, {"min_nodes": 6})
+    assert (six["min_nodes"], six["features"]) == (6, "[sn1]")
+
+
+@needs_lua
+def test_aligned_modify_accepts_counts_inside_one_super_node(aligned):
+    rec = {"partition": "main", "features": "[sn0|sn1]"}
+    three = run_plugin(aligned["local"], {"min_nodes": 3}, rec=rec)
+    assert (three["rc"], three["max_nodes"]) == (0, 3)
+    five = run_plugin(aligned["local"], {"min_nodes": 5}, rec=rec)
+    assert five["rc"] == INVALID_NODE_COUNT
+
+
+def test_small_jobs_policy_is_checked(tmp_path):
+    text = (ROOT / "site-configs" / "local.yaml").read_text()
+    (tmp_path / "s.yaml").write_text(text.replace("\nslurm:\n", "\nslurm:\n  small_jobs: tiny\n"))
+    with pytest.raises(InputError, match="small_jobs"):
+        load_site(str(tmp_path / "s.yaml"))
