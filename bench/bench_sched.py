@@ -14,6 +14,10 @@ minicluster's 8 super nodes x 18 trays, 16 used + 2 spare, 4 GPUs each) under on
              of k one-super-node components)
   lua-small  the same, with one-tray jobs in partition `debug` (not enforced): the tuning
              that keeps single-GPU work off whole super nodes
+  lua-aligned  the same plain `sbatch -N n` in partition main, with the plugin exported from
+             the site with `slurm.small_jobs: aligned` (sched_run.sh installs it; checked here
+             with a held probe job): a job of up to 16 trays keeps its size inside one super
+             node, only jobs over one super node are rounded (and go in as snrun's request)
 
 and measures from what Slurm recorded (SubmitTime, StartTime, EndTime, NodeList):
 GPU utilization over the makespan (asked GPUs x run time / all 576 GPUs x makespan; also the
@@ -21,6 +25,10 @@ allocated GPUs), mean and p95 queue wait, the share of multi-node jobs whose TP 
 (min(nodes, 16) trays) groups, as `snrun plan` forms them on the nodes Slurm gave, stay in one
 super node, and every 2 s the super nodes left fragmented (partly busy, with idle trays that a
 whole-super-node job cannot use). Raw records and the summary go to --out.
+
+Jobs cancelled by anyone (``--budget``: the replay's own cut; an admin's scancel) are recorded
+as they ended: one cancelled before it started has no nodes and no start (counted apart, its
+wait up to the cancel a lower bound); one cancelled while running counts for the time it ran.
 
     python3 bench/bench_sched.py --mode plain --out bench/results/sched
 """
@@ -50,7 +58,8 @@ from sched_mix import GPUS_PER_NODE, Job, make_mix  # noqa: E402
 from slurm_supernode.hostlist import expand, fold  # noqa: E402
 
 USED = 16  # trays a whole-super-node job takes (18 minus 2 spares)
-MODES = ("plain", "block", "lua", "lua-small")
+MODES = ("plain", "block", "lua", "lua-small", "lua-aligned")
+NO_NODES = ("", "(null)", "None", "None assigned")  # NodeList of a job that never ran
 
 
 def run(*argv: str, stdin: str | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
@@ -76,7 +85,7 @@ def sbatch_args(job: Job, mode: str) -> list[str]:
     base = [f"--job-name=sched-{job.index}", "--exclusive", "-t", limit, "-o", "/dev/null"]
     if mode == "plain":
         return [*base, "-p", "debug", "-N", str(n)]
-    if mode == "lua":
+    if mode in ("lua", "lua-aligned"):
         return [*base, "-p", "main", "-N", str(n)]
     if mode == "lua-small":
         return [*base, "-p", "debug" if n == 1 else "main", "-N", str(n)]
@@ -145,8 +154,32 @@ def records(job_id: int) -> list[dict[str, str]]:
     return [dict(TIME_RE.findall(line)) for line in out.splitlines() if line.strip()]
 
 
-def ts(value: str) -> float:
-    return datetime.strptime(value, "%Y-%m-%dT%H:%M:%S").timestamp()
+def ts(value: str | None) -> float | None:
+    """A scontrol time, None for Unknown/None/N/A (a job that never started or ended)."""
+    try:
+        return datetime.strptime(value or "", "%Y-%m-%dT%H:%M:%S").timestamp()
+    except ValueError:
+        return None
+
+
+def job_row(row: dict, sub: dict, recs: list[dict[str, str]], sns: dict[str, list[str]]) -> dict:
+    """The replay row of one submitted job from its scontrol records (every component). Pure:
+    a cancelled job (before or while running) or a purged record does not stop the replay."""
+    if not recs:
+        return row | {"job_id": sub["job_id"], "how": sub["how"],
+                      "error": "no record left in slurmctld (purged: MinJobAge)"}  # fmt: skip
+    lead = recs[0]
+    nodelists = [r.get("NodeList", "") for r in recs]
+    started = all(nl not in NO_NODES for nl in nodelists) and ts(lead.get("StartTime")) is not None
+    row |= {"job_id": sub["job_id"], "how": sub["how"], "state": lead.get("JobState", "?"),
+            "submit": ts(lead.get("SubmitTime")), "end": ts(lead.get("EndTime")),
+            "started": started}  # fmt: skip
+    if not started:  # cancelled (or failed) before it got nodes: no start, no nodes
+        return row | {"nodes_alloc": 0, "supernodes": []}
+    hosts = [h for nl in nodelists for h in expand(nl)]
+    touched = sorted(sn for sn, v in sns.items() if set(v) & set(hosts))
+    return row | {"start": ts(lead["StartTime"]), "nodes": fold(hosts),
+                  "nodes_alloc": len(hosts), "supernodes": touched}  # fmt: skip
 
 
 def aligned(hosts: list[str], site_file: str) -> bool:
@@ -161,7 +194,45 @@ def aligned(hosts: list[str], site_file: str) -> bool:
     return all(groups[g]["crossings"]["supernode"] == 0 for g in ("tp", "ep"))
 
 
-def replay(mode: str, jobs: list[Job], site_file: str, out: Path) -> dict:
+def cancel(subs: list[dict]) -> None:
+    """End what is left of the replay (its own jobs, by id)."""
+    ids = [str(s["job_id"]) for s in subs if "job_id" in s]
+    for i in range(0, len(ids), 200):
+        run("scancel", *ids[i : i + 200])
+
+
+def submit_all(jobs: list[Job], mode: str, site_file: str, t0: float, deadline: float | None):
+    """Submit every job at its offset (4 at a time); none after the deadline."""
+    subs = []
+    with ThreadPoolExecutor(4) as pool:
+        futures = []
+        for job in jobs:
+            if deadline is not None and t0 + job.submit_s >= deadline:
+                subs.append({"index": job.index, "error": "not submitted: --budget ran out"})
+                continue
+            delay = job.submit_s - (time.monotonic() - t0)
+            if delay > 0:
+                time.sleep(delay)
+            futures.append(pool.submit(submit, job, mode, site_file))
+        subs += [f.result() for f in futures]
+    return sorted(subs, key=lambda s: s["index"])
+
+
+def wait_out(jobs: list[Job], subs: list[dict], deadline: float | None) -> bool:
+    """Wait until no job of the replay is left; at the deadline cancel the rest. True: cut."""
+    names = ",".join(f"sched-{j.index}" for j in jobs)
+    cut = False
+    while run("squeue", "-h", "-o", "%i", "-n", names).stdout.split():
+        if deadline is not None and time.monotonic() >= deadline and not cut:
+            cancel(subs)  # the budget's cut: what is left ends as CANCELLED
+            cut = True
+        time.sleep(2)
+    return cut
+
+
+def replay(
+    mode: str, jobs: list[Job], site_file: str, out: Path, budget_s: float | None = None
+) -> dict:
     sns = supernodes()
     if sum(len(v) for v in sns.values()) != 144 or len(sns) != 8:
         raise SystemExit("bench_sched: needs the 8 x 18 cluster (see make bench-sched)")
@@ -176,20 +247,9 @@ def replay(mode: str, jobs: list[Job], site_file: str, out: Path) -> dict:
 
     th = threading.Thread(target=sampler, daemon=True)
     th.start()
-    subs = []
-    with ThreadPoolExecutor(4) as pool:
-        futures = []
-        for job in jobs:
-            delay = job.submit_s - (time.monotonic() - t0)
-            if delay > 0:
-                time.sleep(delay)
-            futures.append(pool.submit(submit, job, mode, site_file))
-        subs = [f.result() for f in futures]
-    while True:
-        live = run("squeue", "-h", "-o", "%i", "-n", ",".join(f"sched-{j.index}" for j in jobs))
-        if not live.stdout.split():
-            break
-        time.sleep(2)
+    deadline = None if budget_s is None else t0 + budget_s
+    subs = submit_all(jobs, mode, site_file, t0, deadline)
+    cut = wait_out(jobs, subs, deadline)
     done.set()
     th.join()
     rows = []
@@ -201,18 +261,11 @@ def replay(mode: str, jobs: list[Job], site_file: str, out: Path) -> dict:
         if "error" in s:
             rows.append(row | {"error": s["error"]})
             continue
-        recs = records(s["job_id"])
-        hosts = [h for r in recs for h in expand(r["NodeList"])]
-        lead = recs[0]
-        touched = sorted(sn for sn, v in sns.items() if set(v) & set(hosts))
-        row |= {"job_id": s["job_id"], "how": s["how"], "state": lead["JobState"],
-                "submit": ts(lead["SubmitTime"]), "start": ts(lead["StartTime"]),
-                "end": ts(lead["EndTime"]), "nodes": fold(hosts), "nodes_alloc": len(hosts),
-                "supernodes": touched}  # fmt: skip
-        if job.nodes > 1:
-            row["aligned"] = aligned(hosts, site_file)
+        row = job_row(row, s, records(s["job_id"]), sns)
+        if job.nodes > 1 and row.get("started"):
+            row["aligned"] = aligned(list(expand(row["nodes"])), site_file)
         rows.append(row)
-    summary = summarize(mode, rows, samples)
+    summary = summarize(mode, rows, samples) | {"complete": not cut, "budget_s": budget_s}
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{mode}.jobs.json").write_text(json.dumps(rows, indent=1) + "\n")
     (out / f"{mode}.samples.json").write_text(json.dumps(samples) + "\n")
@@ -226,17 +279,26 @@ def p95(values: list[float]) -> float:
 
 
 def summarize(mode: str, rows: list[dict], samples: list[dict]) -> dict:
-    ok = [r for r in rows if "start" in r]
-    first = min(r["submit"] for r in ok)
-    makespan = max(r["end"] for r in ok) - first
+    """Figures over the jobs that ran (cancelled ones for the time they ran); jobs cancelled
+    before they started are counted apart, their waits up to the cancel kept as a bound."""
+    ok = [r for r in rows if r.get("started") and r.get("end") is not None]
+    never = [r for r in rows if r.get("started") is False and None not in (r["submit"], r["end"])]
+    counts = {"mode": mode, "jobs": len(rows), "failed_submit": sum("error" in r for r in rows),
+              "started": len(ok), "cancelled": sum("CANCELLED" in r.get("state", "") for r in rows),
+              "cancelled_before_start": len(never),
+              "wait_before_cancel_mean_s": round(statistics.mean(
+                  r["end"] - r["submit"] for r in never), 1) if never else None}  # fmt: skip
+    if not ok:
+        return counts | {"makespan_s": None, "util_asked_pct": None}
+    first = min(r["submit"] for r in ok + never)
+    makespan = max(r["end"] for r in ok + never) - first
     gpus_all = 144 * GPUS_PER_NODE
     asked = sum(r["gpus"] * (r["end"] - r["start"]) for r in ok)
     alloc = sum(r["nodes_alloc"] * GPUS_PER_NODE * (r["end"] - r["start"]) for r in ok)
     waits = [r["start"] - r["submit"] for r in ok]
     multi = [r for r in ok if r["nodes_asked"] > 1]
     frag = [s["fragmented"] for s in samples]
-    return {
-        "mode": mode, "jobs": len(rows), "failed_submit": len(rows) - len(ok),
+    return counts | {
         "makespan_s": makespan,
         "util_asked_pct": round(100 * asked / (gpus_all * makespan), 1),
         "util_alloc_pct": round(100 * alloc / (gpus_all * makespan), 1),
@@ -251,6 +313,23 @@ def summarize(mode: str, rows: list[dict], samples: list[dict]) -> dict:
     }  # fmt: skip
 
 
+def check_aligned_plugin() -> None:
+    """lua-aligned needs the plugin exported with small_jobs: aligned: a held -N 3 in main
+    must keep 3 nodes (the shipped plugin makes it 16)."""
+    probe = ["-H", "-p", "main", "-N", "3", "-t", "1", "--job-name=sched-probe", "-o", "/dev/null"]
+    proc = run("sbatch", "--parsable", *probe, stdin="#!/bin/bash\ntrue\n")
+    if proc.returncode != 0:
+        raise SystemExit(f"bench_sched: probe job refused: {proc.stderr.strip()}")
+    job_id = proc.stdout.split(";")[0].strip()
+    nodes = (records(int(job_id)) or [{}])[0].get("NumNodes", "?")
+    run("scancel", job_id)
+    if nodes.split("-")[0] != "3":
+        raise SystemExit(
+            f"bench_sched: -N 3 in partition main became NumNodes={nodes}: the plugin is not"
+            " in small_jobs: aligned mode (sched_run.sh installs it for lua-aligned)"
+        )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--mode", choices=MODES, required=True)
@@ -258,11 +337,14 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=27)
     ap.add_argument("--load", type=float, default=1.2, help="offered work / capacity")
     ap.add_argument("--site", help="the cluster's site file (default: the minicluster's)")
+    ap.add_argument("--budget", type=float, help="seconds: then cancel what is left (partial)")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "sched"))
     ns = ap.parse_args()
     site = ns.site or str(Path(os.environ["SLURM_CONF"]).parent / "site.yaml")
     jobs = make_mix(ns.jobs, ns.seed, 144, ns.load)
-    summary = replay(ns.mode, jobs, site, Path(ns.out))
+    if ns.mode == "lua-aligned":
+        check_aligned_plugin()
+    summary = replay(ns.mode, jobs, site, Path(ns.out), ns.budget)
     print(json.dumps(summary))
     return 0
 

@@ -9,12 +9,13 @@ import json
 import sys
 from pathlib import Path
 
-ORDER = ("plain", "block", "lua", "lua-small")
+ORDER = ("plain", "block", "lua", "lua-small", "lua-aligned")
 LABEL = {
     "plain": "(a) tree, plain sbatch",
     "block": "(b) block, --segment",
     "lua": "(c) snrun job_submit.lua",
     "lua-small": "(c') lua, 1-tray jobs unenforced",
+    "lua-aligned": "(c'') lua, small_jobs: aligned",
 }
 
 
@@ -36,11 +37,17 @@ def table(runs: list[tuple[dict, list[dict]]]) -> str:
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for s, _ in runs:
+        if s.get("util_asked_pct") is None:  # nothing ran (every job cancelled before start)
+            lines.append(f"| {LABEL[s['mode']]} | no job started | | | | | | | |")
+            continue
         rel = f"{s['util_asked_pct'] / base['util_asked_pct'] * 100 - 100:+.0f}%" if base else "-"
         aligned = f"{s['aligned_pct']:.0f}% of {s['multi_node_jobs']}"
+        makespan = f"{s['makespan_s']:.0f} s"
+        if s.get("complete") is False:  # cut by --budget: figures over the window
+            makespan += f" (cut at --budget, {s['started']} of {s['jobs']} jobs started)"
         lines.append(
             f"| {LABEL[s['mode']]} | {s['util_asked_pct']:.1f}% | {rel} | "
-            f"{s['util_alloc_pct']:.1f}% | {s['makespan_s']:.0f} s | {s['wait_mean_s']:.0f} s | "
+            f"{s['util_alloc_pct']:.1f}% | {makespan} | {s['wait_mean_s']:.0f} s | "
             f"{s['wait_p95_s']:.0f} s | {aligned} | {s['fragmented_mean']:.1f} / "
             f"{s['fragmented_max']} |"
         )

@@ -5,8 +5,12 @@
 #   plain      Slurm 22.05 (host), topology/tree: partition debug, which the plugin leaves alone
 #   lua        the same cluster: partition main, where snrun's job_submit.lua enforces
 #   lua-small  the same cluster, one-tray jobs in debug (unenforced), the rest in main
+#   lua-aligned  the same cluster, every job in main, the plugin re-exported from the site with
+#              `slurm.small_jobs: aligned` (slurmctld reloads job_submit.lua when it changes;
+#              the shipped one is put back after the replay)
 #   block      Slurm 24.11, topology/block (segments), no plugin
-# SCHED_MODES picks some ("plain lua"); SCHED_JOBS / SCHED_LOAD / SCHED_SEED size the mix.
+# SCHED_MODES picks some ("plain lua"); SCHED_JOBS / SCHED_LOAD / SCHED_SEED size the mix;
+# SCHED_BUDGET=S cancels what is left of a replay after S seconds (figures over that window).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MC=contrib/minicluster/minicluster
@@ -27,17 +31,27 @@ replay() {  # replay SLURM TOPOLOGY LUA MODE...
     SNRUN_MC_JOB_SUBMIT_LUA=$lua bash $MC up --slurm "$v" --topology "$topo" | head -n1
     eval "$(bash $MC env --slurm "$v" | sed -n "s/^\(SLURM_CONF\|CLIENTS\|NAMESPACED\)=/export \1=/p")"
     [ "$NAMESPACED" = 1 ] && export PATH=$CLIENTS:$PATH
+    etc=$(dirname "$SLURM_CONF")
+    plugin() {  # plugin SITE: job_submit.lua from SITE (written atomically; slurmctld reloads it)
+      python3 -m slurm_supernode site export "$1" --format job-submit-lua -o "$etc/job_submit.lua"
+    }
     for mode in "$@"; do
       echo "== $mode on Slurm $v ($topo), $(date -u +%T), load $(cut -d" " -f1-3 /proc/loadavg)"
+      if [ "$mode" = lua-aligned ]; then
+        sed "s/^slurm:\$/slurm:\n  small_jobs: aligned/" "$etc/site.yaml" >"$etc/site-aligned.yaml"
+        plugin "$etc/site-aligned.yaml"
+      fi
       nice python3 bench/bench_sched.py --mode "$mode" --out "$out" \
-        --jobs "${SCHED_JOBS:-200}" --load "${SCHED_LOAD:-1.2}" --seed "${SCHED_SEED:-27}"
+        --jobs "${SCHED_JOBS:-200}" --load "${SCHED_LOAD:-1.2}" --seed "${SCHED_SEED:-27}" \
+        ${SCHED_BUDGET:+--budget "$SCHED_BUDGET"}
+      if [ "$mode" = lua-aligned ]; then plugin "$etc/site.yaml"; fi
     done
   ' replay "$v" "$topo" "$lua" "$OUT" "$@"
 }
 
-modes=" ${SCHED_MODES:-plain lua lua-small block} "
+modes=" ${SCHED_MODES:-plain lua lua-small lua-aligned block} "
 tree_modes=()
-for m in plain lua lua-small; do [[ $modes == *" $m "* ]] && tree_modes+=("$m"); done
+for m in plain lua lua-small lua-aligned; do [[ $modes == *" $m "* ]] && tree_modes+=("$m"); done
 [ ${#tree_modes[@]} -gt 0 ] && replay host tree 1 "${tree_modes[@]}"
 [[ $modes == *" block "* ]] && { bash "$MC" build --slurm 24.11 >/dev/null; replay 24.11 block 0 block; }
 python3 bench/sched_report.py "$OUT"
