@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from ClusterShell.NodeSet import NodeSet
 
+from slurm_supernode.launch.facts import gather_facts
 from slurm_supernode.launch.jobspec import JobSpec
 from slurm_supernode.launch.request import plan_request
+from slurm_supernode.site.export import export
 from slurm_supernode.site.loader import load_site
 from slurm_supernode.slurm import jobs
 from slurm_supernode.slurm.nodes import node_infos
@@ -136,6 +139,74 @@ def test_snrun_heterogeneous_job_passes_unchanged(lua_conf, tmp_path):
     assert all(i.state.base == "COMPLETED" and i.num_nodes == 4 for i in infos), infos
     got = [supernodes_of(i.nodelist) for i in infos]
     assert all(len(g) == 1 for g in got) and got[0] != got[1]
+
+
+def test_snrun_request_over_two_super_nodes_passes_on_the_running_topology(
+    lua_conf, slurm_cluster, tmp_path
+):
+    """The cluster's site says `strategy: auto` (as the minicluster writes it on tree and
+    block): snrun decides from the running Slurm, and so must the plugin, which reads the
+    topology of the slurmctld that loaded it. On topology/block snrun's `-N 8 --segment=4` and
+    a plain `sbatch -N5` get through (24.11's plugin cannot see --segment: before, it refused
+    both as a plain job over two super nodes); on tree a plain -N5 is sent to `snrun -S 2` and
+    snrun's heterogeneous job passes."""
+    site = load_site(str(lua_conf.parent / "site.yaml"))
+    assert site.slurm.strategy == "auto"
+    spec = JobSpec(program="train.py", supernodes=2, time="5", job_name="auto-k2")
+    req = plan_request(spec, site, gather_facts(site, required=True))
+    block = slurm_cluster.topology == "block"
+    assert req.strategy == ("block" if block else "features"), req
+    proc = sbatch(tmp_path, *req.sbatch_args())
+    assert proc.returncode == 0, proc.stderr
+    first = jobs.parse_job_id(proc.stdout)
+    infos = [jobs.wait_for(first + i, set(), TIMEOUT) for i in range(1 if block else 2)]
+    assert all(i.state.base == "COMPLETED" for i in infos), infos
+    hosts = [h for i in infos for h in NodeSet(i.nodelist)]
+    assert len(hosts) == 8 and len(supernodes_of(str(NodeSet.fromlist(hosts)))) == 2
+    plain = sbatch(tmp_path, "-N5")
+    if block:
+        assert plain.returncode == 0, plain.stderr
+        assert "-N 5 became -N 8" in plain.stderr and "--segment=4" in plain.stderr
+        info = jobs.wait_for(jobs.parse_job_id(plain.stdout), set(), TIMEOUT)
+        assert (info.state.base, info.num_nodes) == ("COMPLETED", 8), info
+    else:
+        assert plain.returncode != 0 and "Use 'snrun -S 2'" in plain.stderr, plain.stderr
+
+
+def install_plugin(script: Path, text: str, after: float) -> float:
+    """Replace job_submit.lua atomically with an mtime past ``after``: slurmctld loads the
+    script again at the next submission when its mtime is newer than the loaded one's."""
+    tmp = script.with_name(script.name + ".tmp")
+    tmp.write_text(text)
+    mtime = max(time.time(), after + 1)
+    os.utime(tmp, (mtime, mtime))
+    tmp.replace(script)
+    return mtime
+
+
+def test_small_jobs_aligned_keeps_the_size_inside_one_super_node(lua_conf, tmp_path):
+    """The plugin exported with `slurm.small_jobs: aligned`: plain -N 3 keeps its 3 nodes, all
+    in one super node, with no rounding note; the shipped script (whole) is put back after."""
+    script = lua_conf.parent / "job_submit.lua"
+    shipped = script.read_text()
+    site_text = (lua_conf.parent / "site.yaml").read_text()
+    assert "\nslurm:\n" in site_text
+    aligned = tmp_path / "aligned.yaml"
+    aligned.write_text(site_text.replace("\nslurm:\n", "\nslurm:\n  small_jobs: aligned\n", 1))
+    mtime = install_plugin(
+        script, export(load_site(str(aligned)), "job-submit-lua"), script.stat().st_mtime
+    )
+    try:
+        proc = sbatch(tmp_path, "-N3")
+        assert proc.returncode == 0, proc.stderr
+        assert " became " not in proc.stderr, proc.stderr
+        info = jobs.wait_for(jobs.parse_job_id(proc.stdout), set(), TIMEOUT)
+        assert (info.state.base, info.partition, info.num_nodes) == ("COMPLETED", "main", 3)
+        assert len(supernodes_of(info.nodelist)) == 1
+    finally:
+        install_plugin(script, shipped, mtime)
+    back = sbatch(tmp_path, "-N3")
+    assert back.returncode == 0 and "-N 3 became -N 4" in back.stderr, back.stderr
 
 
 def test_up_refuses_to_switch_the_plugin_off_while_running(lua_conf, slurm_cluster):
