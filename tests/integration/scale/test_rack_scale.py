@@ -177,6 +177,8 @@ def test_job_submit_lua_rounds_every_size_class_to_whole_supernodes(rack, tmp_pa
         pytest.fail("the scale cluster runs without job_submit.lua (hint: make test-scale)")
     proc = plain_sbatch(tmp_path, *args)
     strategy = rack.site.slurm.strategy
+    if strategy == "auto":  # the plugin decides from the running topology, as snrun does
+        strategy = "block" if rack.cluster.topology == "block" else "features"
     if k > 1 and strategy not in ("block", "switches"):
         # a plain job gets one allocation: on a features/auto site the plugin sends it to snrun
         assert proc.returncode != 0 and f"Use 'snrun -S {k}'" in proc.stderr, proc.stderr
