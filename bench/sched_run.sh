@@ -28,7 +28,9 @@ replay() {  # replay SLURM TOPOLOGY LUA MODE...
     v=$1 topo=$2 lua=$3 out=$4; shift 4
     MC=contrib/minicluster/minicluster
     trap "bash $MC down --slurm $v >/dev/null 2>&1 || true" EXIT
-    SNRUN_MC_JOB_SUBMIT_LUA=$lua bash $MC up --slurm "$v" --topology "$topo" | head -n1
+    # sed reads all of it: head would exit after one line and up, writing the next ones, die
+    # of SIGPIPE (pipefail: the replay ended there, silently, when that race was lost)
+    SNRUN_MC_JOB_SUBMIT_LUA=$lua bash $MC up --slurm "$v" --topology "$topo" | sed -n 1p
     eval "$(bash $MC env --slurm "$v" | sed -n "s/^\(SLURM_CONF\|CLIENTS\|NAMESPACED\)=/export \1=/p")"
     [ "$NAMESPACED" = 1 ] && export PATH=$CLIENTS:$PATH
     etc=$(dirname "$SLURM_CONF")
