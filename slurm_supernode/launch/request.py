@@ -215,7 +215,8 @@ def plan_request(
     strategy, notices = resolve_strategy(site, facts)
     partition = spec.partition or site.slurm.partition
     pool = _pool(site, partition, facts)
-    choice, k, partial = _choose_size(spec, pool, partition, notices)
+    aligned = site.slurm.small_jobs == "aligned"
+    choice, k, partial = _choose_size(spec, pool, partition, notices, small_aligned=aligned)
     alloc = _alloc_options(spec, site, partition, choice)
     components, total, whole = _components(spec, strategy, choice, k, partial, alloc, notices)
     job = _job_options(spec, facts, output, error)
@@ -249,14 +250,21 @@ def _check_counts(spec: JobSpec) -> None:
 
 
 def _choose_size(
-    spec: JobSpec, pool: list[SuperNode], partition: str | None, notices: list[str]
+    spec: JobSpec,
+    pool: list[SuperNode],
+    partition: str | None,
+    notices: list[str],
+    *,
+    small_aligned: bool = False,
 ) -> tuple[_Choice, int, bool]:
     """(size class, whole super nodes, partial): -N rounded up to whole super nodes unless
-    --allow-partial, -S as given."""
+    --allow-partial, -S as given. ``small_aligned`` (site ``slurm.small_jobs: aligned``, the
+    plugin's rule for plain sbatch): -N that fits in one super node keeps its count there."""
     if spec.nodes is None:
         k = spec.supernodes or 1
         return _size_class(pool, k, f"-S {k}", partition), k, False
-    if spec.allow_partial and pool and spec.nodes <= max(sn.job_size for sn in pool):
+    keep = spec.allow_partial or small_aligned
+    if keep and pool and spec.nodes <= max(sn.job_size for sn in pool):
         fits = [sn for sn in pool if sn.job_size >= spec.nodes]
         return _Choice(size=max(sn.job_size for sn in fits), pool=fits), 0, True
     # Round up to whole super nodes: the largest size class that has enough of them.

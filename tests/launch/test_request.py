@@ -52,6 +52,20 @@ def test_nodes_round_up_with_notice_or_stay_partial() -> None:
     assert "--constraint=[sn00|sn01]" in part.components[0]  # still inside one super node
 
 
+def test_small_jobs_aligned_site_keeps_counts_inside_one_super_node() -> None:
+    """slurm.small_jobs: aligned: snrun -N 3 gets what plain sbatch -N 3 gets from the plugin
+    (3 nodes in one super node); over one super node it still rounds to whole ones."""
+    s = site()
+    aligned = dataclasses.replace(s, slurm=dataclasses.replace(s.slurm, small_jobs="aligned"))
+    three = plan_request(spec(nodes=3), aligned)
+    assert (three.nodes, three.supernodes, three.strategy) == (3, None, "partial")
+    assert "--constraint=[sn00|sn01]" in three.components[0]
+    assert any("inside one super node" in n for n in three.notices), three.notices
+    five = plan_request(spec(nodes=5), aligned)
+    assert (five.nodes, five.supernodes) == (8, 2)
+    assert plan_request(spec(nodes=3), s).nodes == 4  # whole (the default) rounds
+
+
 def test_request_that_can_never_run_is_refused() -> None:
     with pytest.raises(InputError, match="needs 3 whole super nodes but .* has only 2"):
         plan_request(spec(supernodes=3), site())
