@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from slurm_supernode.errors import InputError, JobError, SnrunError
 from slurm_supernode.forensics.env import forensics_env, installed_torch
@@ -28,6 +28,7 @@ from slurm_supernode.launch.container_render import ContainerLaunch
 from slurm_supernode.launch.inputs import JobInputs, load_inputs, rank_map_for_job
 from slurm_supernode.launch.request import whole_supernode_problems
 from slurm_supernode.placement.model import NodePlacement, RankMap
+from slurm_supernode.runtime import failfast
 from slurm_supernode.site.model import Site
 
 RANK_ENTRY = str(Path(__file__).with_name("rank_entry.py"))
@@ -302,22 +303,39 @@ def _run_torchrun(
     log_dir: str,
 ) -> tuple[int, str, dict[str, object]]:
     """Run torchrun, on the host or in the job's container: (exit code, stderr tail, extra
-    ledger fields: ``container_failed`` when the container never started)."""
+    ledger fields: ``container_failed`` when the container never started, ``stopped`` when
+    the agent stopped it because another node failed first)."""
     cpu_mark = Path(log_dir) / "cpu"  # progress for hang detection
+    stop = None
+    if failfast.enabled(environ):
+        stop = failfast.StopWatch(job_dir, JobEnvironment.from_environ(environ).attempt, hostname)
     container = inputs.container_spec()
     if container is None:
-        code, tail = run_child(
-            launch.argv, launch.env, shield_launcher=inputs.fork_workers, cpu_mark=cpu_mark
+        done = run_child(
+            launch.argv,
+            launch.env,
+            shield_launcher=inputs.fork_workers,
+            cpu_mark=cpu_mark,
+            stop=stop,
         )
-        return code, tail, {}
+        return done.code, done.tail, _stopped(done)
     plan = container_launch(container, launch, inputs, job_dir, environ, hostname)
-    code, tail = run_child(
-        plan.argv, environ, cpu_mark=cpu_mark, launcher=lambda: torchrun_pids(log_dir)
+    done = run_child(
+        plan.argv, environ, cpu_mark=cpu_mark, launcher=lambda: torchrun_pids(log_dir), stop=stop
     )
-    if code != 0 and not os.path.exists(plan.started):
+    if done.code != 0 and not done.stopped and not os.path.exists(plan.started):
         # the enter script never ran: the image or the runtime failed, not the training
-        return code, tail, {"container_failed": True, "error": runtime_error(tail, code)}
-    return code, tail, {}
+        return (
+            done.code,
+            done.tail,
+            {"container_failed": True, "error": runtime_error(done.tail, done.code)},
+        )
+    return done.code, done.tail, _stopped(done)
+
+
+def _stopped(done: ChildExit) -> dict[str, object]:
+    """Ledger fields of a torchrun the agent stopped on the supervisor's request (fail fast)."""
+    return {"stopped": done.stopped} if done.stopped else {}
 
 
 def run_agent(
@@ -367,7 +385,7 @@ def run_agent(
     from slurm_supernode.runtime import ledger
     from slurm_supernode.runtime.torchrun_report import parse_failures
 
-    ranks = parse_failures(stderr_tail) if code and not extra else []
+    ranks = parse_failures(stderr_tail) if code and not set(extra) - {"stopped"} else []
     if ranks:
         extra["ranks"] = ranks
     ledger.append(
@@ -493,6 +511,75 @@ def _ignore_usr_signals() -> None:
     signal.signal(signal.SIGUSR2, signal.SIG_IGN)
 
 
+class ChildExit(NamedTuple):
+    """How torchrun (or the container around it) ended."""
+
+    code: int  # its exit code (128 + N for signal N)
+    tail: str  # the tail of its stderr (torchrun's failure report)
+    stopped: str | None = None  # why the agent stopped it (fail fast), or None
+
+
+# How long torchrun may take to exit after it stopped its ranks on SIGTERM (its own teardown,
+# under load) before the agent treats it as stuck in the exit barrier and kills it.
+STOPPED_TEARDOWN = 2.0
+
+
+def _is_worker(pid: int) -> bool:
+    """A process below torchrun that is a rank (not multiprocessing's resource tracker, which
+    lives as long as torchrun in spawn mode)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return b"resource_tracker" not in fh.read()
+    except OSError:
+        return False
+
+
+def _stop_launcher(roots: list[int], workers: list[int]) -> None:
+    """Stop torchrun: SIGTERM while its ranks live (it stops them as it always does); SIGKILL
+    once none is left (it waits in torchelastic's exit barrier then, where a signal is only
+    handled when a blocking store call returns: 10-25 s measured with torch 2.13)."""
+    import signal
+
+    sig = signal.SIGTERM if workers else signal.SIGKILL
+    for pid in roots:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, sig)
+
+
+class _LauncherStop:
+    """Carries out this node's fail-fast stop request on torchrun (``roots``): looked at every
+    0.1 s while it runs. ``reason``: why it was stopped, once it was."""
+
+    def __init__(
+        self,
+        stop: Callable[[], failfast.StopRequest | None],
+        roots: Callable[[], list[int]],
+        below: Callable[[], list[int]],
+    ) -> None:
+        self._stop, self._roots, self._below = stop, roots, below
+        self.reason: str | None = None
+        self._ranks_gone: float | None = None  # since when the stopped torchrun has no rank
+
+    def _workers(self) -> list[int]:
+        return [pid for pid in self._below() if _is_worker(pid)]
+
+    def look(self) -> None:
+        import time
+
+        if self.reason is None:
+            request = self._stop()
+            if request is not None:
+                self.reason = request.reason
+                _stop_launcher(self._roots(), self._workers())
+        elif self._workers():
+            self._ranks_gone = None
+        elif self._ranks_gone is None:
+            self._ranks_gone = time.monotonic()
+        elif time.monotonic() - self._ranks_gone > STOPPED_TEARDOWN:
+            # its ranks are gone and it still lives: it went on into the exit barrier
+            _stop_launcher(self._roots(), [])
+
+
 def run_child(
     argv: list[str],
     env: Mapping[str, str],
@@ -500,7 +587,8 @@ def run_child(
     shield_launcher: bool = False,
     cpu_mark: Path | None = None,
     launcher: Callable[[], list[int]] | None = None,
-) -> tuple[int, str]:
+    stop: Callable[[], failfast.StopRequest | None] | None = None,
+) -> ChildExit:
     """Run torchrun as a child and forward signals: TERM/INT/HUP to torchrun (it stops its
     workers), USR1/USR2 to the training processes only (torchrun would die of them). Returns the
     exit code and the tail of its stderr. ``cpu_mark`` is touched while the ranks use CPU.
@@ -512,7 +600,10 @@ def run_child(
     installs its own handler (a script without one keeps running instead of dying).
 
     ``launcher``: where torchrun is no descendant of the child (in a container started by an
-    srun step), the PIDs of torchrun; USR1/USR2 and the CPU watch go to what runs below it."""
+    srun step), the PIDs of torchrun; USR1/USR2 and the CPU watch go to what runs below it.
+
+    ``stop``: this node's fail-fast stop request, looked at every 0.1 s; when it asks, torchrun
+    is stopped (``_stop_launcher``) and the result says why."""
     import signal
     import subprocess
 
@@ -549,7 +640,15 @@ def run_child(
 
         # torchrun too: with forked workers it imports torch before any worker exists
         watch = start_cpu_watch(lambda: [proc.pid, *roots(), *below()], cpu_mark)
-    code = proc.wait()
+    stopper = None if stop is None else _LauncherStop(stop, roots, below)
+    while True:
+        try:
+            code = proc.wait(timeout=None if stopper is None else 0.1)
+            break
+        except subprocess.TimeoutExpired:
+            assert stopper is not None
+            stopper.look()
     if watch is not None:
         watch.set()
-    return (code if code >= 0 else 128 - code), tail.text()
+    reason = stopper.reason if stopper is not None else None
+    return ChildExit((code if code >= 0 else 128 - code), tail.text(), reason)

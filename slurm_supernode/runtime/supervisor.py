@@ -27,7 +27,7 @@ from slurm_supernode.forensics.hang import dump_stacks, hang_timeout, is_hung, l
 from slurm_supernode.hostlist import fold
 from slurm_supernode.jobenv import JobEnvironment
 from slurm_supernode.launch.inputs import JobInputs, load_inputs
-from slurm_supernode.runtime import ledger
+from slurm_supernode.runtime import failfast, ledger
 from slurm_supernode.runtime.agent import master_port
 from slurm_supernode.runtime.classify import (
     Action,
@@ -96,10 +96,13 @@ class SupervisorConfig:
     sbatch_args: tuple[str, ...]
     checkpoint_dir: str
     expedite: bool = False  # --requeue=expedite: Slurm reruns a requeued job at once
-    # SNRUN_FAIL_FAST=1: end the step on every node when one node's ranks fail (opt-in: the
-    # stopped agents are killed by srun before they record their node_exit)
-    fail_fast: bool = False
-    poll: float = 0.5  # seconds between looks at the step
+    # end the attempt on every node when one node's ranks fail (runtime/failfast.py; on unless
+    # SNRUN_FAIL_FAST=0): the other nodes' agents stop their torchrun and still record
+    fail_fast: bool = True
+    # after a stop request, how long the agents have to end the step before srun is signalled
+    # (a safety net for an agent that cannot act: torchrun's own stop takes up to 30 s)
+    stop_grace: float = 60.0
+    poll: float = 0.2  # seconds between looks at the step
     backoff: float = 1.0  # pause before restart n: min(n * backoff, 5 * backoff)
     environ: Mapping[str, str] = field(default_factory=dict, repr=False)
 
@@ -131,7 +134,7 @@ class SupervisorConfig:
             sbatch_args=tuple(inputs.request["sbatch_args"]),
             checkpoint_dir=env.checkpoint_dir or str(job_dir / "checkpoints"),
             expedite=expedited(inputs.request["sbatch_args"]),
-            fail_fast=environ.get("SNRUN_FAIL_FAST") == "1",
+            fail_fast=failfast.enabled(environ),
             environ=dict(environ),
         )
 
@@ -227,19 +230,24 @@ class Supervisor:
         hosts = list(cfg.hosts)
         hung = False
         failed_first: tuple[str, ...] = ()
+        stop_at = None  # when the stop request was written
         hang_timeout = cfg.hang_timeout
         activity, looked = started, 0.0
         looked_for_cancel = False
+        failures = _FailureWatch(cfg.job_dir, attempt)
         while proc.poll() is None:
             time.sleep(cfg.poll)
             if self.signal is StopSignal.TERM and not looked_for_cancel:
                 looked_for_cancel = True
                 self._ended_early = self._record_cancel(attempt)
             if cfg.fail_fast and not failed_first and self.signal is None and not hung:
-                failed_first = self._failed_nodes(attempt)
+                failed_first = failures()
                 if failed_first:  # fail fast: no healthy node waits in torchrun's exit barrier
-                    proc.send_signal(signal.SIGTERM)
+                    stop_at = self._request_stop(attempt, failed_first)
                     continue
+            if stop_at is not None and time.time() - stop_at > cfg.stop_grace:
+                stop_at = None  # the agents did not end the step: end it from outside
+                proc.send_signal(signal.SIGTERM)
             if hang_timeout > 0 and not hung and not failed_first:
                 marker, mtime = self._progress()
                 fresh = mtime is not None and mtime > started
@@ -432,20 +440,16 @@ class Supervisor:
             return False
         return any(info.state.base == "CANCELLED" for info in infos)
 
-    def _failed_nodes(self, attempt: int) -> tuple[str, ...]:
-        """Nodes with a rank that raised (``rank_failed``, written by the rank itself) or whose
-        agent reported a non-zero exit in this attempt, first failure first."""
-        return tuple(
-            dict.fromkeys(
-                str(rec.get("node"))
-                for rec in ledger.read(self.cfg.job_dir)
-                if rec.get("attempt") == attempt
-                and (
-                    rec["event"] == "rank_failed"
-                    or (rec["event"] == "node_exit" and rec.get("exit_code") not in (0, None))
-                )
-            )
-        )
+    def _request_stop(self, attempt: int, failed: tuple[str, ...]) -> float:
+        """Ask every other node's agent to stop its torchrun (runtime/failfast.py); the ledger
+        records the request after the failing node's own record. Returns when."""
+        reason = f"{','.join(failed)} failed first"
+        failfast.request_stop(self.cfg.job_dir, attempt, failed, reason)
+        ledger.append(
+            self.cfg.job_dir, "stop_requested", attempt=attempt, job_id=self.cfg.job_id,
+            failed=list(failed),
+        )  # fmt: skip
+        return time.time()
 
     def _bad_nodes(self) -> list[str]:
         from slurm_supernode.slurm.nodes import node_infos
@@ -533,6 +537,35 @@ class Supervisor:
         except SnrunError:
             return None
         return preferred_supernode(site, list(self.cfg.hosts), d.exclude, self.cfg.het_size)
+
+
+class _FailureWatch:
+    """Nodes with a rank that raised (``rank_failed``, written by the rank itself) or whose
+    agent reported a non-zero exit in ``attempt``, first failure first. The ledger is read
+    again only when it grew (the supervisor looks every ``poll``)."""
+
+    def __init__(self, job_dir: Path, attempt: int) -> None:
+        self._job_dir, self._attempt, self._size = job_dir, attempt, -1
+
+    def __call__(self) -> tuple[str, ...]:
+        try:
+            size = ledger.ledger_path(self._job_dir).stat().st_size
+        except OSError:
+            return ()
+        if size == self._size:
+            return ()
+        self._size = size
+        return tuple(
+            dict.fromkeys(
+                str(rec.get("node"))
+                for rec in ledger.read(self._job_dir)
+                if rec.get("attempt") == self._attempt
+                and (
+                    rec["event"] == "rank_failed"
+                    or (rec["event"] == "node_exit" and rec.get("exit_code") not in (0, None))
+                )
+            )
+        )
 
 
 def run_supervisor(

@@ -12,8 +12,10 @@ show config`'s ProctrackType, ``job_state`` for `scontrol show job`, ``requeue_f
 - ``config_errors`` {host: error}: node_exit records of agents that stopped on a
   configuration error (exit 2) before torchrun;
 - ``linger`` {host: code}: after ``exits``, the step waits (as torchrun's exit barrier does on
-  healthy nodes) until SIGTERM, then writes these node_exit records and exits 143 (98 if
-  nobody ended it within ``linger_s``, 30 s);
+  healthy nodes) until the supervisor's fail-fast stop request (``stop/attempt<N>.json``: the
+  agents stop, write these node_exit records with ``stopped`` and the step exits with the
+  highest code) or a SIGTERM (the records without ``stopped``, exit 143); 98 if nobody ended it
+  within ``linger_s`` (30 s). ``deaf``: the agents ignore the stop request (only SIGTERM);
 - ``hang``: never ends by itself (until the supervisor's SIGTERM: exits 143);
 - ``signal_parent``: "TERM" or "USR2": sends it to the supervisor (as Slurm would to the batch
   step), then waits for the supervisor to forward it; TERM ends the step with 143, USR2 lets it
@@ -118,14 +120,22 @@ def _agents_report(job_dir: Path, attempt: int, step: dict) -> None:
 def _linger(job_dir: Path, attempt: int, step: dict) -> int:
     """The other nodes wait (torchrun's exit barrier) until a SIGTERM ends the step."""
     from slurm_supernode.runtime import ledger
+    from slurm_supernode.runtime.failfast import read_stop
 
     stopped: list[int] = []
     signal.signal(signal.SIGTERM, lambda *_: stopped.append(143))
     deadline = time.monotonic() + step.get("linger_s", 30)
+    request = None
     while not stopped and time.monotonic() < deadline:
+        request = None if step.get("deaf") else read_stop(job_dir, attempt)
+        if request is not None:
+            break
         time.sleep(0.02)
     for host, code in step["linger"].items():
-        ledger.append(job_dir, "node_exit", attempt=attempt, node=host, exit_code=code)
+        extra = {"stopped": request.reason} if request is not None else {}
+        ledger.append(job_dir, "node_exit", attempt=attempt, node=host, exit_code=code, **extra)
+    if request is not None:
+        return max(step["linger"].values())
     return 143 if stopped else 98  # 98: nobody ended the step
 
 

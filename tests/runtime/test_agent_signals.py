@@ -38,7 +38,8 @@ import os, sys
 from slurm_supernode.runtime.agent import run_child
 argv = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=1",
         "--run-path", "--start-method=fork", sys.argv[2]]
-code, _ = run_child(argv, dict(os.environ, OMP_NUM_THREADS="1"), shield_launcher=sys.argv[1] == "1")
+env = dict(os.environ, OMP_NUM_THREADS="1")
+code = run_child(argv, env, shield_launcher=sys.argv[1] == "1").code
 print("CODE", code, flush=True)
 """
 

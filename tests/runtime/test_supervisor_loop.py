@@ -15,6 +15,7 @@ import pytest
 from slurm_supernode.jobenv import JobEnvironment
 from slurm_supernode.runtime import ledger
 from slurm_supernode.runtime.classify import ExitCode
+from slurm_supernode.runtime.failfast import read_stop
 from slurm_supernode.runtime.supervisor import Supervisor, SupervisorConfig
 from tests.runtime.inputs import make_inputs
 
@@ -60,7 +61,8 @@ class Harness:
             JobEnvironment.from_environ(environ),
             environ,
         )
-        config = type(config)(**{**config.__dict__, "poll": 0.05, "backoff": 0.0})
+        fast = {"poll": 0.05, "backoff": 0.0, "stop_grace": 1.0}
+        config = type(config)(**{**config.__dict__, **fast})
 
         def releaser(job_id, exclude, log, prefer, held):
             self.released.append((job_id, exclude))
@@ -97,14 +99,16 @@ def h(tmp_path, monkeypatch) -> Harness:
 
 
 OK = {"exits": {"n0": 0, "n1": 0}, "rc": 0}
-FAIL_FAST = {"SNRUN_FAIL_FAST": "1"}
+FAIL_FAST_OFF = {"SNRUN_FAIL_FAST": "0"}
 
 
 def test_without_fail_fast_the_other_nodes_are_left_to_end_by_themselves(h):
+    """The opt-out (SNRUN_FAIL_FAST=0): nobody stops the lingering node."""
     lingering = {"exits": {"n1": 1}, "linger": {"n0": 0}, "linger_s": 2}
-    h.run({"attempts": [lingering, OK]})
+    h.run({"attempts": [lingering, OK]}, env=FAIL_FAST_OFF)
     (first, _) = [r for r in ledger.read(h.job_dir) if r["event"] == "attempt_end"]
     assert first["exit_code"] == 98  # nobody ended the step
+    assert not (h.job_dir / "stop").exists()
 
 
 def test_success_completes_the_chain(h):
@@ -123,46 +127,62 @@ def test_app_error_restarts_in_the_allocation(h):
 
 
 def test_one_node_failing_ends_the_step_on_every_node_at_once(h):
-    """n1's ranks fail while n0's wait (torchrun's 300 s exit barrier): the supervisor ends
-    the step as soon as n1's agent reports, n1 is named as the cause and n0 is not blamed."""
-    lingering = {"exits": {"n1": 1}, "linger": {"n0": 143}, "heartbeat": "step 1"}
-    assert h.run({"attempts": [lingering, OK]}, env=FAIL_FAST) is ExitCode.OK
-    ends = [r for r in ledger.read(h.job_dir) if r["event"] == "attempt_end"]
-    assert (ends[0]["cause"], ends[0]["action"], ends[0]["exit_code"]) == (
-        "app_error",
-        "restart",
-        143,
-    )
-    assert ends[0]["detail"].startswith("ranks exited non-zero (n1=1)") and not ends[0]["exclude"]
-    exits = [r["node"] for r in ledger.read(h.job_dir) if r["event"] == "node_exit"]
-    assert exits[:2] == ["n1", "n0"]  # the failing node's record first
+    """Fail fast is the default. n1's ranks fail while n0's wait (torchrun's 300 s exit
+    barrier): the supervisor asks the other agents to stop as soon as n1's agent reports; n0's
+    agent stops its torchrun and still records its exit, then the step ends by itself (no
+    SIGTERM from outside). n1 is named as the cause and n0 is not blamed."""
+    lingering = {"exits": {"n1": 1}, "linger": {"n0": 137}, "heartbeat": "step 1"}
+    assert h.run({"attempts": [lingering, OK]}) is ExitCode.OK
+    recs = [r for r in ledger.read(h.job_dir) if r.get("attempt") == 0]
+    (end,) = [r for r in recs if r["event"] == "attempt_end"]
+    assert (end["cause"], end["action"], end["exit_code"]) == ("app_error", "restart", 137)
+    assert end["detail"].startswith("ranks exited non-zero (n1=1)") and not end["exclude"]
+    # the failing node's record, then the request, then the stopped node's record
+    order = [(r["event"], r.get("node")) for r in recs if r["event"] != "attempt_start"]
+    assert order[:3] == [("node_exit", "n1"), ("stop_requested", None), ("node_exit", "n0")]
+    (stopped,) = [r for r in recs if r["event"] == "node_exit" and r.get("stopped")]
+    assert stopped["node"] == "n0" and stopped["stopped"] == "n1 failed first"
+    assert read_stop(h.job_dir, 0).failed == ("n1",)
 
 
 def test_a_rank_that_raised_ends_the_step_before_its_torchrun_exits(h):
     """A forked rank records its exception itself (rank_failed): no node_exit is needed to
     end the step, and the detail names the rank and its exception."""
-    raised = {"raised": {"n1": "RuntimeError: boom"}, "linger": {"n0": 143}}
-    assert h.run({"attempts": [raised, OK]}, env=FAIL_FAST) is ExitCode.OK
+    raised = {"raised": {"n1": "RuntimeError: boom"}, "linger": {"n0": 137, "n1": 1}}
+    assert h.run({"attempts": [raised, OK]}) is ExitCode.OK
     (end, _) = [r for r in ledger.read(h.job_dir) if r["event"] == "attempt_end"]
     assert end["cause"] == "app_error" and end["action"] == "restart"
     assert end["detail"] == "rank 1: RuntimeError: boom on n1; step ended on every node"
+    request = read_stop(h.job_dir, 0)
+    assert request.failed == ("n1",) and request.stops("n0") and not request.stops("n1")
+
+
+def test_agents_that_do_not_stop_are_ended_from_outside_after_the_grace(h):
+    """The safety net: agents that cannot act on the stop request (here: deaf to it) do not
+    leave the step waiting; after ``stop_grace`` the supervisor signals srun."""
+    deaf = {"exits": {"n1": 1}, "linger": {"n0": 0}, "deaf": True, "heartbeat": "step 1"}
+    assert h.run({"attempts": [deaf, OK]}) is ExitCode.OK
+    (end, _) = [r for r in ledger.read(h.job_dir) if r["event"] == "attempt_end"]
+    assert (end["cause"], end["exit_code"]) == ("app_error", 143)
+    assert "stop_requested" in h.events()
 
 
 def test_a_stop_signal_is_not_cut_short_by_a_node_that_exits_non_zero(h):
     """While ranks checkpoint after SIGUSR2, a node that exits non-zero does not end the
     step on the others (they may still be writing their checkpoint)."""
     usr2 = {"signal_parent": "USR2", "exits": {"n1": 1}, "linger": {"n0": 0}, "linger_s": 3}
-    h.run({"attempts": [usr2]}, env=FAIL_FAST)
+    h.run({"attempts": [usr2]})
     (end,) = [r for r in ledger.read(h.job_dir) if r["event"] == "attempt_end"]
     assert end["exit_code"] == 98  # the step ran to its own end
     assert end["cause"] == "time_limit"
+    assert not (h.job_dir / "stop").exists()
 
 
 def test_configuration_error_is_not_retried(h):
     """An agent that cannot build the HCCL rank table (site and hardware disagree): the same
     inputs would fail the same way, so the chain stops after one attempt, budget or not."""
     bad = {"config_errors": {"n1": "rank table: site and hardware disagree"}, "linger": {"n0": 143}}
-    assert h.run({"attempts": [bad, OK]}, env=FAIL_FAST) is ExitCode.FAILED
+    assert h.run({"attempts": [bad, OK]}) is ExitCode.FAILED
     assert h.ends() == [("config", "stop")] and h.agent_steps() == 1
     assert "configuration error on n1: rank table: site and hardware" in h.final()["reason"]
 
