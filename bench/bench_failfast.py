@@ -2,11 +2,15 @@
 
 The last rank raises after the last step, when every other rank has finished its work: the
 healthy nodes' torchrun would wait in torchelastic's exit barrier (300 s) for the failed one;
-snrun's supervisor ends the step on every node as soon as the failing node's agent reports,
-and restarts in the allocation. Per run (epoch seconds from the ledger and the job log):
+snrun's supervisor asks every other node's agent to stop (fail fast, the default) as soon as
+the failing rank records its exception, and restarts in the allocation. Per run (epoch seconds
+from the ledger, the agents' launch records and the job log):
 
-  crash -> step ended       the rank's exception -> the attempt's end (every node stopped)
+  crash -> stop requested   the rank's exception -> the supervisor's stop request
+  crash -> last node_exit   -> the last agent's record of its node's end (every node recorded)
+  crash -> step ended       -> the attempt's end (the srun step ended by itself)
   crash -> next start       -> the next attempt's step starts (attempt_start)
+  crash -> agents ready     -> the last agent of the next attempt is about to start torchrun
   crash -> first step       -> the next attempt's first heartbeat (its first training step)
 
 `--nodes 2` (`-N 2 --allow-partial`) and `--nodes 8` (`-S 2`), one rank per node. `--burn N`
@@ -51,8 +55,7 @@ def submit(jobs: Path, nodes: int, steps: int) -> Path:
     out = subprocess.run(
         [
             sys.executable, "-m", "slurm_supernode", "--site", "local", "--jobs-dir", str(jobs),
-            "--parsable", *shape, "--nproc-per-node", "1", "--env", "SNRUN_FAIL_FAST=1",
-            TRAIN, "--steps", str(steps),
+            "--parsable", *shape, "--nproc-per-node", "1", TRAIN, "--steps", str(steps),
             "--step-time", "0.5", "--fail-attempt", "0", "--fail-rank", str(last),
             "--fail-step", str(steps), "--fail-mode", "raise",
         ],
@@ -95,10 +98,16 @@ def one_run(jobs: Path, nodes: int, timeout: float) -> dict:
     if not crash or not ends or len(starts) < 2 or first is None:
         return {"nodes": nodes, "error": f"incomplete run: {d}", "ledger": recs[-6:]}
     t0 = crash[0]
+    stop = [r["time"] for r in recs if r["event"] == "stop_requested" and r.get("attempt") == 0]
+    ready = [p.stat().st_mtime for p in (d / "env").glob("*.1.json")]
     return {
         "nodes": nodes,
         "job_dir": str(d),
+        "crash_to_stop_request": round(stop[0] - t0, 2) if stop else None,
+        "crash_to_last_node_exit": round(max(r["time"] for r in exits) - t0, 2) if exits else None,
+        "stopped_nodes": sum(1 for r in exits if r.get("stopped")),
         "crash_to_step_end": round(ends[0]["time"] - t0, 2),
+        "crash_to_agents_ready": round(max(ready) - t0, 2) if ready else None,
         "crash_to_next_start": round(starts[1]["time"] - t0, 2),
         "crash_to_first_step": round(first - t0, 2),
         "cause": ends[0]["cause"],
@@ -110,7 +119,8 @@ def one_run(jobs: Path, nodes: int, timeout: float) -> dict:
 
 
 def span(runs: list[dict], key: str) -> str:
-    return f"{min(r[key] for r in runs):.1f}-{max(r[key] for r in runs):.1f}"
+    values = [r[key] for r in runs if r.get(key) is not None]
+    return f"{min(values):.1f}-{max(values):.1f}" if values else "-"
 
 
 def main() -> int:
@@ -151,9 +161,12 @@ def main() -> int:
         ok = [r for r in results if r["nodes"] == nodes and "error" not in r]
         if ok:
             print(
-                f"{version.stdout.strip()} {nodes} nodes, {ns.burn} burners: crash -> step end "
+                f"{version.stdout.strip()} {nodes} nodes, {ns.burn} burners: crash -> stop "
+                f"request {span(ok, 'crash_to_stop_request')} s, -> every node_exit "
+                f"{span(ok, 'crash_to_last_node_exit')} s, -> step end "
                 f"{span(ok, 'crash_to_step_end')} s, -> next start "
-                f"{span(ok, 'crash_to_next_start')} s, -> first step "
+                f"{span(ok, 'crash_to_next_start')} s, -> agents ready "
+                f"{span(ok, 'crash_to_agents_ready')} s, -> first step "
                 f"{span(ok, 'crash_to_first_step')} s ({len(ok)} runs)"
             )
     return 0 if all("error" not in r for r in results) else 1

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -127,6 +126,36 @@ def test_fork_workers_restart_in_allocation(slurm_cluster, tmp_path: Path) -> No
     assert "attempt 1: done, 8 steps" in log, log[-2000:]
 
 
+def test_rank_failing_after_the_others_finished_ends_the_attempt_on_every_node(
+    slurm_cluster, tmp_path: Path
+) -> None:
+    """The last rank raises after the last step, when the other nodes' ranks have finished:
+    their torchrun would wait 300 s in torchelastic's exit barrier. Fail fast (the default):
+    the failing node records first, the supervisor asks the others to stop, each of their
+    agents stops its torchrun and records its exit, and the attempt restarts in the
+    allocation."""
+    job_id, job_dir, final = run_chain(
+        tmp_path, "--nproc-per-node", "1", TRAIN, "--steps", "3", "--fail-attempt", "0",
+        "--fail-rank", "3", "--fail-step", "3", "--fail-mode", "raise", timeout=200,
+    )  # fmt: skip
+    assert final["state"] == "COMPLETED", final
+    ends = attempts(job_dir)
+    causes = [(a["cause"], a["action"]) for a in ends]
+    assert causes == [("app_error", "restart"), ("success", "complete")]
+    first = [r for r in ledger(job_dir) if r.get("attempt") == 0]
+    failing = next(r["node"] for r in first if r["event"] == "rank_failed")
+    assert ends[0]["detail"].startswith("rank 3: RuntimeError: injected failure"), ends[0]
+    assert f"on {failing}; step ended on every node" in ends[0]["detail"]
+    order = [r["event"] for r in first]
+    assert order.index("rank_failed") < order.index("stop_requested"), order
+    exits = {r["node"]: r for r in first if r["event"] == "node_exit"}
+    assert len(exits) == 4, exits  # every agent recorded its node's end
+    assert not exits[failing].get("stopped") and exits[failing]["exit_code"] != 0
+    stopped = {n: r.get("stopped") for n, r in exits.items() if n != failing}
+    assert set(stopped.values()) == {f"{failing} failed first"}, stopped
+    assert {a["job_id"] for a in ends} == {job_id}
+
+
 def test_sigkilled_rank_is_restarted(slurm_cluster, tmp_path: Path) -> None:
     _, job_dir, final = run_chain(
         tmp_path, TRAIN, "--steps", "8", "--fail-attempt", "0", "--fail-mode", "kill"
@@ -172,7 +201,6 @@ def test_time_limit_signal_checkpoints_and_the_next_attempt_resumes(
     wait_for(lambda: step_of(heartbeat) >= 5, 120, "progress")
     # What Slurm does at --signal=B:USR2@90 before the time limit, sent now.
     subprocess.run(["scancel", "--batch", "--signal=USR2", str(job_id)], check=True)
-    t0 = time.monotonic()
     final = wait_final(job_dir, 240)
     assert final["state"] == "COMPLETED", final
     ends = attempts(job_dir)
@@ -183,7 +211,13 @@ def test_time_limit_signal_checkpoints_and_the_next_attempt_resumes(
     log = "".join(p.read_text() for p in (job_dir / "logs").glob("*.out"))
     resumed = [int(x.split("step ")[1]) for x in log.splitlines() if "starting at step" in x]
     assert resumed[0] == 0 and resumed[-1] > 0, log[-2000:]
-    assert time.monotonic() - t0 < 120  # released at once, not after Slurm's delay
+    # started at once, not after Slurm's delay: by Slurm itself (expedite) or by the releaser
+    (requeued,) = [r for r in ledger(job_dir) if r["event"] == "requeued"]
+    if requeued["how"] == "released":
+        release_log = (job_dir / "logs" / f"release-{job_id}.log").read_text()
+        assert f"job {job_id} released" in release_log, release_log
+    else:
+        assert requeued["how"] == "expedite", requeued
     assert info is not None and "--signal=B:USR2@90" in (job_dir / "request.json").read_text()
 
 
@@ -344,7 +378,6 @@ def test_requeue_uses_expedite_where_the_cluster_has_it_and_still_excludes(
     from slurm_supernode.slurm.version import detect_features
 
     expedite = detect_features().expedited_requeue
-    t0 = time.monotonic()
     job_dir = submit_preflight(tmp_path, site_with_broken_node(tmp_path, "n3"), "n[4-7]")
     args = json.loads((job_dir / "request.json").read_text())["sbatch_args"]
     assert ("--requeue=expedite" in args) is expedite and ("--requeue" in args) is not expedite
@@ -358,9 +391,8 @@ def test_requeue_uses_expedite_where_the_cluster_has_it_and_still_excludes(
     print(
         f"requeue -> next attempt: {gap:.1f} s ({requeued['how']}, Slurm {slurm_cluster.version})"
     )
-    # Slurm's own delay on the test cluster is cred_expire=10 s: both paths must beat it
-    # (measured at load 1-2: 1.1 s expedite-held on 26.05, 2.2 s released on 22.05)
-    assert gap < 9, gap
-    assert time.monotonic() - t0 < 240
+    # Soon means started by snrun's releaser after the exclusions, not by Slurm's own delay
+    # (cred_expire): the releaser says what it did (the gap above is for reading, not a test)
     log = (job_dir / "logs" / f"release-{requeued['job_id']}.log").read_text()
     assert ("released from its hold" in log) is expedite and "excluded n3" in log
+    assert f"job {requeued['job_id']} released" in log, log
