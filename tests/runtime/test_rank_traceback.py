@@ -60,3 +60,27 @@ def test_forked_workers_without_the_entry_leave_it_empty(tmp_path):
     """What rank_entry.py is for (so the test above can fail)."""
     text = rank_stderr(tmp_path, ["--run-path", "--start-method=fork"])
     assert "RuntimeError" not in text
+
+
+EXITS = """
+import os, sys
+sys.exit(int(os.environ["CODE"]))
+"""
+
+
+@pytest.mark.parametrize(("code", "recorded"), [("3", True), ("0", False)])
+def test_a_forked_ranks_own_non_zero_exit_is_recorded(tmp_path, code, recorded):
+    """sys.exit(3) in the script: recorded before the rank's process ends (its peers' errors
+    about the closed connection come after it); exit 0 is no failure."""
+    script = tmp_path / "train.py"
+    script.write_text(EXITS)
+    argv = [
+        sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=1",
+        "--run-path", "--start-method=fork", RANK_ENTRY, str(script),
+    ]  # fmt: skip
+    env = dict(os.environ, OMP_NUM_THREADS="1", SNRUN_JOB_DIR=str(tmp_path), SNRUN_NODE="n3")
+    env |= {"SNRUN_ATTEMPT": "0", "CODE": code, "PYTORCH_NVML_BASED_CUDA_CHECK": "1"}
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=env)
+    assert (proc.returncode != 0) is recorded, proc.stderr[-2000:]
+    records = [r for r in ledger.read(tmp_path) if r["event"] == "rank_failed"]
+    assert [r["error"] for r in records] == (["SystemExit: 3"] if recorded else [])
