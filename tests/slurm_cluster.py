@@ -46,6 +46,7 @@ class SlurmCluster:
     version: tuple[int, int] = (0, 0)  # what runs, from `sinfo --version`
     topology: str = "tree"  # what the running cluster lists: tree (switches) or block
     namespaced: bool = False  # clients must run inside (the PATH wrappers do it)
+    slurm_prefix: Path | None = None  # a Slurm built from source (25.11): its bin/ and sbin/
 
     @property
     def mc_args(self) -> list[str]:
@@ -65,7 +66,12 @@ class SlurmCluster:
         return [*self.mc_args, "--topology", self.topology_option, *extra]
 
     def inside(self, *argv: str) -> list[str]:
-        """argv that runs where the cluster's processes live (PIDs, /proc, host names)."""
+        """argv that runs where the cluster's processes live (PIDs, /proc, host names), with
+        the cluster's own Slurm programs (`slurmctld -V`, `slurmd`) first on PATH: a Slurm built
+        from source runs on the host, whose PATH finds the host's Slurm."""
+        if self.slurm_prefix is not None:
+            bins = f"{self.slurm_prefix}/sbin:{self.slurm_prefix}/bin"
+            return ["env", f"PATH={bins}:{os.environ.get('PATH', '')}", *argv]
         if not self.namespaced:
             return list(argv)
         return ["bash", str(self.minicluster), "exec", *self.mc_args, "--", *argv]
@@ -225,6 +231,7 @@ def slurm_cluster() -> Iterator[SlurmCluster]:
             version=(version.major, version.minor),
             topology=_running_topology(),
             namespaced=namespaced,
+            slurm_prefix=Path(env["SLURM_PREFIX"]) if env.get("SLURM_PREFIX") else None,
         )
     finally:
         for k, v in old.items():

@@ -55,9 +55,10 @@ def node_from_record(rec: dict[str, str]) -> NodeInfo:
     state, *flags = (rec.get("State") or "UNKNOWN").lower().split("+")
     state = state.rstrip("*~#!%$@^-")
     features = null(rec.get("ActiveFeatures")) or null(rec.get("AvailableFeatures")) or ""
-    reason = null(rec.get("Reason"))
+    # a blank reason is none: `Reason= ` (how `resume` clears one) leaves " " on 25.11
+    reason = null((rec.get("Reason") or "").strip())
     if reason:
-        reason = _REASON_STAMP.sub("", reason) or None
+        reason = _REASON_STAMP.sub("", reason).strip() or None
     return NodeInfo(
         name=rec["NodeName"],
         state=state,

@@ -312,7 +312,8 @@ def test_non_pyslurm_errors_are_not_swallowed(fake_pyslurm):
 def test_nodes_and_partitions_through_pyslurm(fake_pyslurm):
     nodes.partition_infos()
     api = imported()
-    api.NODES[:] = [fake_node(), fake_node(name="n1", state="MIXED", reason=None)]
+    # Slurm 25.11 keeps the " " that `Reason= ` sets (resume's clear): no reason either
+    api.NODES[:] = [fake_node(), fake_node(name="n1", state="MIXED", reason=" ")]
     api.PARTITIONS[:] = [
         Obj(
             name="main",
