@@ -4,22 +4,29 @@
 # 22.05 with topology/tree, 24.11 with topology/block, 25.11 (built from source, with pyslurm)
 # and 26.05 with topology/block and expedited requeues
 # (SlurmctldParameters=enable_expedited_requeue), side by side). A cluster that is not
-# up is booted and stays up afterwards (`make cluster-down SLURM=...` stops it).
+# up is booted and taken down afterwards (one that was up stays up).
 # BENCH_RESTART_ONLY=requeue,lost-node (say) runs only those scenarios of bench_restart.py;
-# BENCH_CLUSTER_ONLY=1 skips the benchmarks that need no cluster.
+# BENCH_CLUSTER_ONLY=1 skips the benchmarks that need no cluster; BENCH_PARTS (default
+# "submit restart failfast queries") picks the cluster benchmarks. Every part prints the
+# machine and its load average beside its figures (docs/benchmarks.md quotes them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MC=contrib/minicluster/minicluster
+PARTS=" ${BENCH_PARTS:-submit restart failfast queries} "
+stamp() { echo "# $(date -u '+%F %T UTC') on $(hostname), $(nproc) CPUs, $(uptime | sed 's/.*\(load average\)/\1/')"; }
 if [ "${BENCH_CLUSTER_ONLY:-0}" != 1 ]; then
+  stamp
   echo "== site: load + validate a 100,000-device site";   python3 bench/bench_site.py
   echo; echo "== plan: rank map for 10k and 100k GPUs";    python3 bench/bench_plan.py
   echo; echo "== launch: dry run";                          python3 bench/bench_launch.py --runs 10 --dry-only
 fi
-for v in ${BENCH_SLURM:-host 24.11 25.11 26.05}; do
+for v in ${BENCH_SLURM-host 24.11 25.11 26.05}; do  # BENCH_SLURM="": none
   topo=tree
   [ "$v" != host ] && [ "$v" != 22.05 ] && topo=block
   extra=()
   case $v in 25.11 | 26.05) extra=(--expedited-requeue) ;; esac  # Slurm >= 25.11 only
+  booted=0
+  bash "$MC" status --slurm "$v" >/dev/null 2>&1 || booted=1
   bash "$MC" up --slurm "$v" --topology "$topo" "${extra[@]}" >/dev/null
   # SLURM_CONF, and for a namespaced or source-built cluster the client wrappers first on PATH
   # (25.11: and its pyslurm on PYTHONPATH)
@@ -29,18 +36,28 @@ for v in ${BENCH_SLURM:-host 24.11 25.11 26.05}; do
   saved_pythonpath=${PYTHONPATH:-}
   [ -n "$PYSLURM_PATH" ] && export PYTHONPATH=$PYSLURM_PATH${PYTHONPATH:+:$PYTHONPATH}
   export SNRUN_MC_SLURM=$v
-  echo; echo "== Slurm $(sinfo --version) ($topo${extra:+, ${extra[*]}}): submit-to-RUNNING"
-  echo "# $(date -u '+%F %T UTC') on $(hostname), $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
-  python3 bench/bench_launch.py --submit-only --runs 6
-  echo; echo "== Slurm $(sinfo --version) ($topo${extra:+, ${extra[*]}}): restart, requeue, lost node"
-  echo "# $(date -u '+%F %T UTC'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
-  python3 bench/bench_restart.py ${BENCH_RESTART_ONLY:+--only "$BENCH_RESTART_ONLY"}
-  echo; echo "== Slurm $(sinfo --version) ($topo): one rank crashes -> the next attempt's first step"
-  echo "# $(date -u '+%F %T UTC'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
-  python3 bench/bench_failfast.py --nodes 2 --nodes 8 --repeat 2
-  echo; echo "== Slurm $(sinfo --version): the Slurm layer's queries, pyslurm vs the command line"
-  python3 bench/bench_slurm_queries.py
+  if [[ $PARTS == *" submit "* ]]; then
+    echo; echo "== Slurm $(sinfo --version) ($topo${extra:+, ${extra[*]}}): submit-to-RUNNING"
+    stamp
+    python3 bench/bench_launch.py --submit-only --runs 6
+  fi
+  if [[ $PARTS == *" restart "* ]]; then
+    echo; echo "== Slurm $(sinfo --version) ($topo${extra:+, ${extra[*]}}): restart, requeue, lost node"
+    stamp
+    python3 bench/bench_restart.py ${BENCH_RESTART_ONLY:+--only "$BENCH_RESTART_ONLY"}
+  fi
+  if [[ $PARTS == *" failfast "* ]]; then
+    echo; echo "== Slurm $(sinfo --version) ($topo): one rank crashes -> the next attempt's first step"
+    stamp
+    python3 bench/bench_failfast.py --nodes 2 --nodes 8 --repeat 2
+  fi
+  if [[ $PARTS == *" queries "* ]]; then
+    echo; echo "== Slurm $(sinfo --version): the Slurm layer's queries, pyslurm vs the command line"
+    stamp
+    python3 bench/bench_slurm_queries.py
+  fi
   [ -n "$NAMESPACED$SLURM_PREFIX" ] && export PATH=${PATH#"$CLIENTS":}
   export PYTHONPATH=$saved_pythonpath
+  if [ "$booted" = 1 ]; then bash "$MC" down --slurm "$v" >/dev/null; fi
 done
 echo; echo "(GPU figures: bench/results/h200x2.md, bench/results/agent-h200x2.md)"
