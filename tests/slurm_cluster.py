@@ -147,10 +147,12 @@ def pyxis_missing() -> str | None:
     return None
 
 
-def _container_args() -> list[str]:
-    """Container runtimes where they can run (the host's Slurm): Slurm OCI with runc installed,
-    pyxis + enroot where the vendored sources and build tools are. They only act on steps that
-    ask for a container (tests/integration/test_containers.py)."""
+def container_runtimes() -> list[str]:
+    """Container runtimes the test session boots the cluster with, where they can run (the
+    host's Slurm): Slurm OCI with runc installed, pyxis + enroot where the vendored sources and
+    build tools are. They only act on steps that ask for a container
+    (tests/integration/test_containers.py). Other Slurms get none: the namespaced roots lack
+    pivot_root, and the source-built 25.11 has no pyxis or OCI set-up here."""
     if wanted_slurm() not in ("host", "22.05"):
         return []
     runtimes = []
@@ -158,6 +160,11 @@ def _container_args() -> list[str]:
         runtimes.append("oci")
     if pyxis_missing() is None:
         runtimes.append("pyxis")
+    return runtimes
+
+
+def _container_args() -> list[str]:
+    runtimes = container_runtimes()
     return ["--containers=" + ",".join(runtimes)] if runtimes else []
 
 
