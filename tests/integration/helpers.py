@@ -13,10 +13,17 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "contrib" / "examples"
 
 
+def pythonpath() -> str:
+    """This checkout first, then the session's PYTHONPATH (on 25.11 the fixture's pyslurm: an
+    snrun subprocess without it fails under SNRUN_SLURM_BACKEND=pyslurm)."""
+    rest = os.environ.get("PYTHONPATH")
+    return str(ROOT) + (os.pathsep + rest if rest else "")
+
+
 def snrun(
     *args: str, jobs: Path, timeout: float = 240, check: bool = True
 ) -> subprocess.CompletedProcess[str]:
-    env = os.environ | {"PYTHONPATH": str(ROOT), "SNRUN_SITE": "local"}
+    env = os.environ | {"PYTHONPATH": pythonpath(), "SNRUN_SITE": "local"}
     out = subprocess.run(
         [sys.executable, "-m", "slurm_supernode", *_with_jobs_dir(args, jobs)],
         capture_output=True,

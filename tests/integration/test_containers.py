@@ -159,7 +159,7 @@ def test_an_image_that_cannot_start_fails_once_with_its_reason(
 ) -> None:
     """A bundle without a shell passes the checks at submit but cannot start on any node: one
     attempt, cause `container` with the runtime's words, no blind restarts."""
-    if slurm_cluster.namespaced or shutil.which("runc") is None:
+    if "oci" not in container_runtimes():  # runc, on the host's Slurm only
         pytest.skip("needs Slurm OCI with runc on the host's Slurm")
     broken = tmp_path / "broken-image"
     (broken / "rootfs").mkdir(parents=True)

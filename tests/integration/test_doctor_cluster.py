@@ -18,13 +18,14 @@ import pytest
 
 from slurm_supernode.bench.store import open_store
 from slurm_supernode.slurm import job_lookup, jobs
+from tests.integration.helpers import pythonpath
 
 pytestmark = pytest.mark.slurm
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def snrun(*args: str, env: dict | None = None, timeout: float = 400):
-    full = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
+    full = {**os.environ, "PYTHONPATH": pythonpath(), **(env or {})}
     full.pop("SNRUN_BENCH_DB", None)
     return subprocess.run(
         [sys.executable, "-m", "slurm_supernode", *args],

@@ -19,13 +19,14 @@ import pytest
 
 from slurm_supernode.bench.store import open_store
 from slurm_supernode.slurm import job_lookup, jobs, nodes
+from tests.integration.helpers import pythonpath
 
 pytestmark = pytest.mark.slurm
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def snrun(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": pythonpath()}
     env.pop("SNRUN_BENCH_DB", None)
     return subprocess.run([sys.executable, "-m", "slurm_supernode", *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=timeout)  # fmt: skip

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.helpers import ROOT, wait_final
+from tests.integration.helpers import ROOT, pythonpath, wait_final
 
 pytestmark = pytest.mark.slurm
 
@@ -75,7 +75,7 @@ def test_the_documented_walkthrough_prints_what_it_documents(slurm_cluster, tmp_
     assert [c.split()[:2] for c, _ in steps][:3] == [["snrun", "-S"], ["snrun", "status"],
                                                     ["snrun", "logs"]]  # fmt: skip
     jobs = tmp_path / "jobs"
-    env = os.environ | {"PYTHONPATH": str(ROOT), "SNRUN_SITE": "local",
+    env = os.environ | {"PYTHONPATH": pythonpath(), "SNRUN_SITE": "local",
                         "SNRUN_JOBS_DIR": str(jobs)}  # fmt: skip
     job_id, job_dir, rename = None, None, {}
     wrong: list[str] = []  # every difference, so one run shows them all

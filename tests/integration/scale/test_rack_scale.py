@@ -21,7 +21,7 @@ from slurm_supernode.launch.facts import gather_facts
 from slurm_supernode.launch.job import write_job_dir
 from slurm_supernode.site.loader import load_site
 from slurm_supernode.slurm import jobs, nodes
-from tests.integration.helpers import EXAMPLES, attempts, ledger, submit, wait_final
+from tests.integration.helpers import EXAMPLES, attempts, ledger, pythonpath, submit, wait_final
 
 pytestmark = [pytest.mark.slurm, pytest.mark.scale]
 ROOT = Path(__file__).resolve().parents[3]
@@ -30,7 +30,7 @@ USED = 16  # trays a job takes of a super node: 18 minus the 2 spares
 
 
 def snrun_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": pythonpath()}
     env.pop("SNRUN_BENCH_DB", None)
     return subprocess.run(
         [sys.executable, "-m", "slurm_supernode", *args],
@@ -364,7 +364,7 @@ def test_health_sweep_of_a_supernode_drains_exactly_the_bad_tray(rack, tmp_path)
                 str(tmp_path / "sweep-%j.log"),
             ],
             cwd=tmp_path,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            env={**os.environ, "PYTHONPATH": pythonpath()},
         )
         info = jobs.wait_for(job_id, set(), 240)
         assert info.state.base == "COMPLETED", (info, (tmp_path / "sweep.out").read_text()[-2000:])
