@@ -90,7 +90,8 @@ def plan(spec: JobSpec, *, need_slurm: bool = False) -> JobPlan:
     if refusal is not None and need_slurm:
         raise refusal
     site = load_site(applied.site)
-    facts = gather_facts(site, required=need_slurm)
+    wants_container = applied.container_request() is not None  # runtimes asked only then
+    facts = gather_facts(site, required=need_slurm, containers=wants_container)
     root = jobs_root(applied.jobs_dir, site_jobs_dir=site.paths.jobs_dir)
     launch = plan_job(applied, site, facts, jobs_root=root)
     notices = [*directive_notices(found, applied.program), *launch.request.notices]

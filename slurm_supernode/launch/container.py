@@ -14,17 +14,22 @@ import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from slurm_supernode.errors import InputError, JobError
+from slurm_supernode.launch.container_runtime import choose_runtime
 from slurm_supernode.site.containers import VENDOR_MOUNTS, parse_mount
 from slurm_supernode.site.model import CONTAINER_RUNTIMES, Site
+
+if TYPE_CHECKING:
+    from slurm_supernode.slurm.container_runtimes import ContainerRuntimes
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # pyxis: [USER@][REGISTRY#]IMAGE[:TAG][@DIGEST]; Apptainer: docker://, oras://, library://...
 _REGISTRY_REF = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@#/:+-]*$")
 _APPTAINER_SCHEMES = ("docker://", "docker-daemon://", "oras://", "library://", "shub://")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_LIST_FIELDS = ("mounts", "optional_mounts", "env", "options")
 
 
 @dataclass(frozen=True)
@@ -52,18 +57,17 @@ class ContainerSpec:
     env: tuple[str, ...] = ()  # job variables that override the image's (besides snrun's own)
     name: str | None = None  # pyxis: a named container, reused by every restart of the job
     mount_home: bool | None = None
+    options: tuple[str, ...] = ()  # the site's own options of the runtime (--userns, ...)
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
-        for key in ("mounts", "optional_mounts", "env"):
+        for key in _LIST_FIELDS:
             out[key] = list(out[key])
         return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], where: str = "plan.json") -> ContainerSpec:
-        values: dict[str, Any] = {
-            k: tuple(v) if k in ("mounts", "optional_mounts", "env") else v for k, v in data.items()
-        }
+        values: dict[str, Any] = {k: tuple(v) if k in _LIST_FIELDS else v for k, v in data.items()}
         try:
             spec = cls(**values)
         except TypeError as exc:
@@ -85,19 +89,15 @@ def resolve_container(
     job_dir: Path,
     workdir: str,
     extra_paths: tuple[str, ...] = (),
+    available: ContainerRuntimes | None = None,
 ) -> ContainerSpec | None:
-    """Check the request against the site and the image; None without a request.
-    ``extra_paths``: more host paths the job needs at the same path (the code snapshot)."""
+    """Check the request against the site, the running Slurm and the image; None without a
+    request. ``extra_paths``: more host paths the job needs at the same path (the code
+    snapshot); ``available``: the runtimes the running Slurm offers (None: not asked)."""
     if request is None:
         return None
     settings = site.containers
-    runtime = settings.runtime
-    if runtime not in CONTAINER_RUNTIMES:
-        raise InputError(
-            f"site {site.name} has no container runtime",
-            where="--container-image",
-            hint="the site file's containers.runtime names it (pyxis, oci or apptainer)",
-        )
+    runtime = choose_runtime(settings.runtime, site.name, available)
     image = _check_image(request.image, runtime, settings.image_dir)
     user_mounts, env = _user_mounts(request), _user_env(request)
     _check_workdir_and_name(request, runtime, site.name)
@@ -118,6 +118,7 @@ def resolve_container(
         env=tuple(_unique([*settings.env, *env])),
         name=request.name,
         mount_home=request.mount_home,
+        options=settings.options,
     )
 
 

@@ -94,12 +94,13 @@ def pyxis_options(spec: ContainerSpec, mounts: list[Mount]) -> list[str]:
         opts.append(f"--container-name={spec.name}")
     if spec.mount_home is not None:
         opts.append("--container-mount-home" if spec.mount_home else "--no-container-mount-home")
-    return opts
+    return [*opts, *spec.options]
 
 
 def apptainer_prefix(spec: ContainerSpec, mounts: list[Mount], vendor: str) -> list[str]:
-    """``apptainer exec`` with the binds, the working directory and the GPUs."""
-    cmd = ["apptainer", "exec"]
+    """``apptainer exec`` with the site's options, the binds, the working directory and the
+    GPUs."""
+    cmd = ["apptainer", "exec", *spec.options]
     if vendor == "nvidia":
         cmd.append("--nv")
     if mounts:

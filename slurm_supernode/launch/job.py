@@ -105,7 +105,7 @@ def plan_job(
     python = spec.launcher_python or sys.executable
     merged_env = {**site_env, **user_env}
     snapshot = plan_snapshot(spec.program, spec.module, workdir, job_dir, spec.snapshot)
-    container = _container(spec, site, job_dir, workdir, snapshot)
+    container = _container(spec, site, job_dir, workdir, snapshot, facts)
     inputs = _job_inputs(
         spec,
         site,
@@ -139,17 +139,25 @@ def plan_job(
 
 
 def _container(
-    spec: JobSpec, site: Site, job_dir: Path, workdir: str, snapshot: SnapshotPlan | None
+    spec: JobSpec,
+    site: Site,
+    job_dir: Path,
+    workdir: str,
+    snapshot: SnapshotPlan | None,
+    facts: ClusterFacts | None,
 ) -> ContainerSpec | None:
-    """The training step's container, checked against the site; None without an image (the
-    container modules are then not even loaded)."""
+    """The training step's container, checked against the site and the runtimes the running
+    Slurm offers; None without an image (the container modules are then not even loaded)."""
     request = spec.container_request()
     if request is None:
         return None
     from slurm_supernode.launch.container import resolve_container
 
     extra = (str(snapshot.dest),) if snapshot else ()
-    return resolve_container(request, site, job_dir=job_dir, workdir=workdir, extra_paths=extra)
+    available = facts.container_runtimes if facts else None
+    return resolve_container(
+        request, site, job_dir=job_dir, workdir=workdir, extra_paths=extra, available=available
+    )
 
 
 def _checked_worker_mode(spec: JobSpec, site: Site) -> bool:

@@ -18,12 +18,15 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from slurm_supernode.errors import InputError
 from slurm_supernode.launch.jobspec import JobSpec, check_time
 from slurm_supernode.site.model import STRATEGIES, Site, SuperNode
 from slurm_supernode.site.rounding import round_up, size_classes
+
+if TYPE_CHECKING:
+    from slurm_supernode.slurm.container_runtimes import ContainerRuntimes
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,8 @@ class ClusterFacts:
     default_partition: str | None = None
     # `--requeue=expedite` is allowed (SlurmctldParameters=enable_expedited_requeue, 25.11+)
     expedited_requeue: bool = False
+    # the container runtimes the cluster offers (read only for a job that asks for an image)
+    container_runtimes: ContainerRuntimes | None = None
 
 
 @dataclass(frozen=True)

@@ -10,12 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from slurm_supernode.site.model import CONTAINER_RUNTIMES, ContainerSettings
+from slurm_supernode.site.model import RUNTIME_CHOICES, ContainerSettings
 
 if TYPE_CHECKING:
     import yaml
 
-CONTAINER_KEYS = ("runtime", "python", "image_dir", "mounts", "vendor_mounts", "env")
+CONTAINER_KEYS = ("runtime", "python", "image_dir", "mounts", "vendor_mounts", "env", "options")
 MOUNT_FLAGS = ("ro", "rw")
 
 # What a vendor's nodes need inside a container, mounted where the node has it (a node without
@@ -73,8 +73,8 @@ def parse_containers(b: Any, node: yaml.Node) -> ContainerSettings:
     if "runtime" in m:
         vnode = m["runtime"][1]
         v = b.text(vnode, "containers.runtime")
-        if v is not None and v not in (*CONTAINER_RUNTIMES, "none"):
-            choices = ", ".join((*CONTAINER_RUNTIMES, "none"))
+        if v is not None and v not in RUNTIME_CHOICES:
+            choices = ", ".join(RUNTIME_CHOICES)
             b.err(vnode, f"unknown container runtime {v!r}", f"one of: {choices}")
         elif v is not None:
             kw["runtime"] = v
@@ -93,7 +93,28 @@ def parse_containers(b: Any, node: yaml.Node) -> ContainerSettings:
         kw["mounts"] = _mounts(b, m["mounts"][1])
     if "env" in m:
         kw["env"] = _env_names(b, m["env"][1])
+    if "options" in m:
+        kw["options"] = _options(b, m["options"][1], kw.get("runtime"))
     return ContainerSettings(**kw)
+
+
+def _options(b: Any, node: yaml.Node, runtime: str | None) -> tuple[str, ...]:
+    """``containers.options``: the runtime's own options (``--userns``), each one word."""
+    if runtime == "oci":
+        b.err(
+            node,
+            "containers.options: Slurm OCI takes no options",
+            "the bundle's config.json says it",
+        )
+        return ()
+    options = []
+    for item in b.seq(node, "containers.options") or []:
+        text = b.text(item, "containers.options item")
+        if text is not None and not text.startswith("-"):
+            b.err(item, f"containers.options: {text!r} is not an option", "--name or --name=value")
+        elif text is not None:
+            options.append(text)
+    return tuple(options)
 
 
 def _mounts(b: Any, node: yaml.Node) -> tuple[str, ...]:

@@ -184,18 +184,24 @@ class PathSettings:
 
 # Container runtimes snrun renders for (docs/containers.md); "none": the site has none.
 CONTAINER_RUNTIMES = ("pyxis", "oci", "apptainer")
+RUNTIME_CHOICES = (*CONTAINER_RUNTIMES, "auto", "none")  # what containers.runtime may say
 
 
 @dataclass(frozen=True, slots=True)
 class ContainerSettings:
     """``containers:``: which runtime the site has and what every container gets."""
 
-    runtime: str = "none"  # one of CONTAINER_RUNTIMES, or "none": --container-image refused
+    # one of CONTAINER_RUNTIMES; "auto": the one the running Slurm offers (pyxis, oci,
+    # apptainer: slurm.container_runtimes); "none": --container-image refused
+    runtime: str = "auto"
     python: str = "python3"  # the interpreter inside images that runs torchrun
     image_dir: str = ""  # where images are kept: relative --container-image names resolve here
     mounts: tuple[str, ...] = ()  # SRC:DST[:ro] added to every container (after the vendor's)
     vendor_mounts: bool = True  # the vendor's device/driver mounts, where a node has them
     env: tuple[str, ...] = ()  # variables always passed from the job into the container
+    # more options of the runtime on every launch: apptainer exec's (--userns, --nv...),
+    # or pyxis' srun options (--container-remap-root...); Slurm OCI takes none (config.json)
+    options: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -111,6 +111,59 @@ def test_a_site_without_runtime_refuses_in_one_line(tmp_path: Path) -> None:
     assert err.value.where == "--container-image" and "\n" not in str(err.value)
 
 
+def test_the_sites_runtime_is_checked_against_what_the_cluster_offers(tmp_path: Path) -> None:
+    from slurm_supernode.slurm.container_runtimes import ContainerRuntimes
+
+    img = str(bundle(tmp_path))
+    only_oci = ContainerRuntimes(
+        {"oci": "/etc/slurm/oci.conf"},
+        {"pyxis": "no spank_pyxis.so in /etc/slurm/plugstack.conf", "apptainer": "no apptainer"},
+    )
+    nothing = ContainerRuntimes({}, {"pyxis": "no pyxis here", "oci": "no /etc/slurm/oci.conf"})
+
+    def pick(runtime: str, available):
+        return resolve_container(
+            ContainerRequest(image=img), with_runtime(runtime), job_dir=tmp_path / "j",
+            workdir=str(tmp_path), available=available,
+        )  # fmt: skip
+
+    assert pick("oci", only_oci).runtime == "oci"
+    assert pick("auto", only_oci).runtime == "oci"  # detected, not assumed
+    with pytest.raises(InputError) as err:
+        pick("pyxis", only_oci)
+    assert err.value.message.startswith("site test runs pyxis, but the running Slurm has none: ")
+    assert "/etc/slurm/plugstack.conf" in str(err.value) and "plugstack.conf" in err.value.hint
+    with pytest.raises(InputError, match="offers no container runtime .no pyxis here; no /etc"):
+        pick("auto", nothing)
+    with pytest.raises(InputError, match="Slurm could not be asked"):
+        pick("auto", None)  # a dry run without a cluster: only a named runtime plans
+    assert pick("oci", None).runtime == "oci"
+    with pytest.raises(InputError, match="containers.runtime: none"):
+        pick("none", only_oci)
+
+
+def test_the_sites_runtime_options_reach_each_runtime_and_oci_takes_none(tmp_path: Path) -> None:
+    text = LOCAL.read_text() + "containers:\n  runtime: apptainer\n  options: [--userns, nv]\n"
+    _site, problems = parse_site(text, "s.yaml")
+    assert [p.message for p in problems] == ["containers.options: 'nv' is not an option"]
+    oci = LOCAL.read_text() + "containers:\n  runtime: oci\n  options: [--x]\n"
+    assert "Slurm OCI takes no options" in str(parse_site(oci, "s.yaml")[1])
+    for runtime, image in (("apptainer", "docker://x"), ("pyxis", "registry#img")):
+        site_obj = dataclasses.replace(
+            site(), containers=ContainerSettings(runtime=runtime, options=("--userns",))
+        )
+        spec = resolve_container(
+            ContainerRequest(image=image), site_obj, job_dir=tmp_path / "j", workdir=str(tmp_path)
+        )
+        assert spec is not None and spec.options == ("--userns",)
+        assert ContainerSpec.from_dict(spec.to_dict()) == spec
+        argv = launch_for(spec, tmp_path).argv
+        if runtime == "apptainer":
+            assert argv[:3] == ["apptainer", "exec", "--userns"]
+        else:
+            assert argv.index("--userns") < argv.index("/bin/sh")  # an srun option, not torchrun's
+
+
 @pytest.mark.parametrize("runtime", ["pyxis", "oci", "apptainer"])
 def test_a_missing_local_image_is_refused(tmp_path: Path, runtime: str) -> None:
     with pytest.raises(InputError, match="does not exist"):
