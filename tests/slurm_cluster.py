@@ -83,6 +83,9 @@ class SlurmCluster:
         return f"{spine}.{supernode}.{node}"
 
 
+NAMESPACED_SLURM = ("24.11", "26.05")  # Debian roots in namespaces (contrib/minicluster)
+
+
 def wanted_slurm() -> str:
     return os.environ.get("SNRUN_SLURM", "host")
 
@@ -133,8 +136,9 @@ def vendor_dir() -> Path | None:
     return path if (path / "pyxis-0.24.0.tar.gz").is_file() else None
 
 
-def pyxis_missing() -> str | None:
-    """Why pyxis + enroot cannot be set up here (None: it can)."""
+def pyxis_missing(namespaced: bool = False) -> str | None:
+    """Why pyxis + enroot cannot be set up here (None: it can). A namespaced root brings its
+    own Slurm headers (minicluster adds them); the host's are needed for the host's Slurm."""
     if vendor_dir() is None:
         return "no vendored pyxis/enroot sources (../shared/vendor or $SNRUN_MC_VENDOR)"
     need = {"mksquashfs": "squashfs-tools", "squashfuse": "squashfuse", "makeself": "makeself"}
@@ -142,24 +146,29 @@ def pyxis_missing() -> str | None:
         if shutil.which(cmd) is None:
             return f"{cmd} is not installed (apt-get install {pkg}; make install does)"
     for path, pkg in (("/usr/include/slurm/spank.h", "libslurm-dev"), ("/dev/fuse", None)):
+        if namespaced and pkg == "libslurm-dev":
+            continue
         if not Path(path).exists():
             return f"{path} is missing" + (f" (apt-get install {pkg})" if pkg else "")
     return None
 
 
 def container_runtimes() -> list[str]:
-    """Container runtimes the test session boots the cluster with, where they can run (the
-    host's Slurm): Slurm OCI with runc installed, pyxis + enroot where the vendored sources and
-    build tools are. They only act on steps that ask for a container
-    (tests/integration/test_containers.py). Other Slurms get none: the namespaced roots lack
-    pivot_root, and the source-built 25.11 has no pyxis or OCI set-up here."""
-    if wanted_slurm() not in ("host", "22.05"):
+    """Container runtimes the test session boots the cluster with, where they can run: Slurm
+    OCI (runc: the host's, or the one minicluster adds to a namespaced root), pyxis + enroot
+    where the vendored sources and build tools are, Apptainer in the namespaced roots. None on
+    25.11 (a prefix build on the host's network). They only act on steps that ask for a
+    container (test_containers.py)."""
+    namespaced = wanted_slurm() in NAMESPACED_SLURM
+    if wanted_slurm() not in ("host", "22.05") and not namespaced:
         return []
     runtimes = []
-    if shutil.which("runc"):
+    if namespaced or shutil.which("runc"):
         runtimes.append("oci")
-    if pyxis_missing() is None:
+    if pyxis_missing(namespaced) is None:
         runtimes.append("pyxis")
+    if namespaced:  # Debian's Apptainer needs glibc >= 2.38: only the roots can have it
+        runtimes.append("apptainer")
     return runtimes
 
 

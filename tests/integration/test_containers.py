@@ -1,13 +1,14 @@
 """Containers on the real cluster: a 2-node gloo job through snrun with torchrun and the ranks
-inside the image, and a rank crash restarted in the container; through Slurm OCI (runc) and
-through pyxis + enroot (built from the vendored sources).
+inside the image, and a rank crash restarted in the container; through Slurm OCI (runc),
+pyxis + enroot (built from the vendored sources against the cluster's Slurm) and, on the
+24.11/26.05 roots, Apptainer (Debian sid's) with a .sif image.
 
 Needs the cluster booted with ``--containers`` (the session fixture does that where the
-runtimes can be set up: runc installed; pyxis' sources in ../shared/vendor or
-$SNRUN_MC_VENDOR) and the test image (contrib/minicluster/build-image, built once and cached;
-1-3 min the first time). Every rank proves it runs in the image through a file only the image
-has: Slurm without oci.conf silently runs ``--container`` steps on the host.
-"""
+runtimes can be set up: runc installed or a namespaced root; pyxis' sources in
+../shared/vendor or $SNRUN_MC_VENDOR) and the test image (contrib/minicluster/build-image,
+built once and cached; 1-3 min the first time). Every rank proves it runs in the image through
+a file only the image has: Slurm without oci.conf silently runs ``--container`` steps on the
+host. Which runtimes the cluster has is what snrun itself detects."""
 
 from __future__ import annotations
 
@@ -16,11 +17,22 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from tests.integration.helpers import ROOT, attempts, submit, wait_final
+from slurm_supernode.hostlist import expand
+from slurm_supernode.slurm.container_runtimes import detect_container_runtimes
+from tests.integration.helpers import (
+    ROOT,
+    attempts,
+    ledger,
+    snrun,
+    submit,
+    wait_final,
+    wait_for,
+)
 from tests.slurm_cluster import container_runtimes, pyxis_missing
 
 pytestmark = pytest.mark.slurm
@@ -61,9 +73,12 @@ dist.destroy_process_group()
 
 
 @pytest.fixture(scope="module")
-def image() -> Path:
-    """The cached test bundle and its squashfs (built here the first time)."""
+def image(slurm_cluster) -> Path:
+    """The cached test bundle, its squashfs and, where the cluster has Apptainer, its SIF
+    (built the first time; the SIF by the cluster's own apptainer, through the wrapper)."""
     squash = [] if shutil.which("mksquashfs") is None else ["--squashfs"]
+    if "apptainer" in detect_container_runtimes().found:
+        squash.append("--sif")
     built = subprocess.run(
         ["bash", str(ROOT / "contrib" / "minicluster" / "build-image"), str(IMAGE), *squash],
         capture_output=True,
@@ -74,23 +89,25 @@ def image() -> Path:
     return IMAGE
 
 
-@pytest.fixture(params=["oci", "pyxis"])
+@pytest.fixture(params=["oci", "pyxis", "apptainer"])
 def runtime(request, slurm_cluster) -> str:
-    """A runtime the cluster has; skipped, saying why, where it cannot be set up here."""
+    """A runtime the cluster has (as snrun detects it); skipped, saying why, where it cannot
+    be set up here."""
     name = request.param
-    if slurm_cluster.namespaced:
-        pytest.skip("containers on the namespaced roots need pivot_root (not done yet)")
-    if name == "oci" and shutil.which("runc") is None:
+    if name == "oci" and shutil.which("runc") is None and not slurm_cluster.namespaced:
         pytest.skip("runc is not installed (make install): no Slurm OCI runtime to test")
-    if name == "pyxis" and pyxis_missing():
-        pytest.skip(f"pyxis + enroot cannot be set up here: {pyxis_missing()}")
+    why = pyxis_missing(slurm_cluster.namespaced)
+    if name == "pyxis" and why:
+        pytest.skip(f"pyxis + enroot cannot be set up here: {why}")
+    if name == "apptainer" and not slurm_cluster.namespaced:
+        pytest.skip("Debian packages Apptainer only for glibc >= 2.38: the 24.11/26.05 roots")
     if name not in container_runtimes():  # e.g. Slurm 25.11 built from source
-        pytest.skip(f"the test session boots Slurm {slurm_cluster.slurm} without containers")
-    conf = {"oci": "oci.conf", "pyxis": "plugstack.conf"}[name]
-    if not (slurm_cluster.conf.parent / conf).exists():
+        pytest.skip(f"the test session boots Slurm {slurm_cluster.slurm} without {name}")
+    found = detect_container_runtimes()
+    if name not in found.found:
         pytest.fail(
-            f"the cluster runs without {conf}: boot it with `minicluster up "
-            f"--containers={name}` (the test session does where the runtime can be set up)",
+            f"the cluster runs without {name} ({found.missing[name]}): boot it with "
+            f"`minicluster up --containers={name}` (the test session does where it can)",
             pytrace=False,
         )
     return name
@@ -107,6 +124,8 @@ def container_site(tmp_path: Path, runtime: str) -> Path:
         f"  python: {Path(sys.executable).resolve()}\n"
         f"  mounts: ['{prefix}:{prefix}:ro']\n"
     )
+    if runtime == "apptainer":  # root lacks CAP_SYS_RESOURCE in this VM: a user namespace
+        text += "  options: [--userns]\n"
     path = tmp_path / "site-oci.yaml"
     path.write_text(text)
     return path
@@ -123,7 +142,11 @@ def test_two_node_job_runs_in_the_image_and_a_crash_restarts_in_it(
     script = tmp_path / "rank.py"
     script.write_text(RANK_SCRIPT)
     site = container_site(tmp_path, runtime)
-    image = image if runtime == "oci" else image.with_suffix(".sqsh")
+    image = {
+        "oci": image,
+        "pyxis": image.with_suffix(".sqsh"),
+        "apptainer": image.with_suffix(".sif"),
+    }[runtime]
     _job_id, job_dir = submit(
         "--site", str(site), "-N", "2", "--allow-partial", "--nproc-per-node", "2",
         "--container-image", str(image), "--env", "MY_VAR=a b'c",
@@ -147,7 +170,9 @@ def test_two_node_job_runs_in_the_image_and_a_crash_restarts_in_it(
     assert sorted(r["node_rank"] for r in ranks) == ["0", "0", "1", "1"]
     assert not results(job_dir, 0) or all(r["marker"] for r in results(job_dir, 0))
     enters = sorted(p.name for p in (job_dir / "container").glob("*.1.enter.sh"))
-    assert enters == ["n0.1.enter.sh", "n1.1.enter.sh"]  # one container per node, attempt 1
+    (start,) = [r for r in ledger(job_dir) if r["event"] == "attempt_start" and r["attempt"] == 1]
+    # one container per node of attempt 1 (the job may land on any two nodes)
+    assert enters == [f"{node}.1.enter.sh" for node in sorted(expand(start["nodes"]))]
 
 
 def _logs(job_dir: Path) -> str:
@@ -159,8 +184,10 @@ def test_an_image_that_cannot_start_fails_once_with_its_reason(
 ) -> None:
     """A bundle without a shell passes the checks at submit but cannot start on any node: one
     attempt, cause `container` with the runtime's words, no blind restarts."""
-    if "oci" not in container_runtimes():  # runc, on the host's Slurm only
-        pytest.skip("needs Slurm OCI with runc on the host's Slurm")
+    if "oci" not in container_runtimes():
+        pytest.skip(f"the test session boots Slurm {slurm_cluster.slurm} without Slurm OCI")
+    if not (slurm_cluster.conf.parent / "oci.conf").exists():
+        pytest.skip("needs Slurm OCI (runc): the cluster runs without oci.conf")
     broken = tmp_path / "broken-image"
     (broken / "rootfs").mkdir(parents=True)
     (broken / "config.json").write_text((image / "config.json").read_text())
@@ -177,3 +204,81 @@ def test_an_image_that_cannot_start_fails_once_with_its_reason(
     assert final["state"] == "FAILED", (final, ends)
     assert [a["cause"] for a in ends] == ["container"], ends
     assert "did not start on any node" in final["reason"] and "/bin/sh" in final["reason"], final
+
+
+NAMED_SCRIPT = """\
+import json, os, sys, time
+attempt, rank = int(os.environ["SNRUN_ATTEMPT"]), int(os.environ["RANK"])
+job_dir = os.environ["SNRUN_JOB_DIR"]
+seen = os.path.exists("/snrun-named")  # in the container's own root: no mount holds it
+print(f"rank {rank} attempt {attempt} named={seen}", flush=True)
+if rank == 0:
+    open("/snrun-named", "w").close()
+out = {"seen": seen, "marker": os.path.exists("/etc/snrun-test-image")}
+path = os.path.join(job_dir, f"named.r{rank}.a{attempt}.json")
+with open(path + ".tmp", "w") as fh:
+    json.dump(out, fh)
+os.replace(path + ".tmp", path)
+if attempt == 0:
+    sys.exit(3)  # a crash: restarted in the same allocation
+if attempt == 1:
+    while True:  # until the test requeues the job
+        time.sleep(0.2)
+"""
+
+
+def test_named_container_is_reused_by_the_restart_and_attach_logs_requeue_work(
+    slurm_cluster, image: Path, tmp_path: Path
+) -> None:
+    """pyxis with --container-name: the restart in the allocation finds what attempt 0 wrote
+    into the container's own root (enroot unpacked the image once); while it runs, `snrun
+    attach` reaches the node and py-spy the ranks inside the container; a Slurm requeue runs
+    the job again in the image; `snrun logs` reads the container ranks' output."""
+    from slurm_supernode.slurm.job_lookup import job_info
+    from slurm_supernode.slurm.jobs import requeue
+
+    if "pyxis" not in detect_container_runtimes().found:
+        pytest.skip("needs pyxis (minicluster up --containers=pyxis)")
+    jobs = tmp_path / "jobs"
+    script = tmp_path / "named.py"
+    script.write_text(NAMED_SCRIPT)
+    site = container_site(tmp_path, "pyxis")  # a root attempt 0 can write to: the site's option
+    site.write_text(site.read_text() + "  options: [--container-writable]\n")
+    # one node: every node of the test cluster is this one host, where one name is one
+    # container; pyxis' names outlive their job (container_scope=global): one per test run
+    name = f"keep{os.getpid()}-{time.monotonic_ns()}"
+    job_id, job_dir = submit(
+        "--site", str(site), "-N", "1", "--allow-partial",
+        "--nproc-per-node", "2", "--container-image", str(image.with_suffix(".sqsh")),
+        "--container-name", name, "--max-restarts", "3", "-t", "5", str(script),
+        jobs=jobs,
+    )  # fmt: skip
+
+    def record(rank: int, attempt: int) -> dict | None:
+        path = job_dir / f"named.r{rank}.a{attempt}.json"
+        return json.loads(path.read_text()) if path.exists() else None
+
+    try:
+        wait_for(lambda: record(0, 1) and record(1, 1), 180, "attempt 1 running")
+    except AssertionError as exc:
+        state = subprocess.run(["scontrol", "show", "job", str(job_id)], capture_output=True)
+        nodes = subprocess.run(["sinfo", "-N", "-o", "%N %t %E"], capture_output=True)
+        raise AssertionError(
+            f"{exc}: {state.stdout.decode()[-1500:]}\n{nodes.stdout.decode()}\n{_logs(job_dir)}"
+            f"\n{ledger(job_dir)}"
+        ) from None
+    assert record(0, 0) == {"seen": False, "marker": True}, _logs(job_dir)
+    assert record(1, 1) == {"seen": True, "marker": True}  # the same container, reused
+    info = job_info(job_id)
+    node = snrun("attach", str(job_id), "--", "sh", "-c", "echo $SLURMD_NODENAME", jobs=jobs)
+    assert info is not None and node.stdout.split() == [info.nodelist], node
+    stacks = snrun("attach", str(job_id), "--py-spy", jobs=jobs).stdout
+    assert "== rank 0" in stacks and "== rank 1" in stacks and "named.py" in stacks, stacks
+    requeue(job_id)
+    final = wait_final(job_dir, 240)
+    assert final["state"] == "COMPLETED", (final, attempts(job_dir))
+    assert record(0, 2) is not None and record(0, 2)["marker"]  # the requeued run: in the image
+    log = snrun("logs", str(job_id), "--rank", "1", jobs=jobs).stdout  # the newest attempt
+    assert "[rank 1] rank 1 attempt 2 named=True" in log and "attempt 1" not in log, log
+    log = snrun("logs", str(job_id), "--rank", "1", "--attempt", "1", jobs=jobs).stdout
+    assert "[rank 1] rank 1 attempt 1 named=True" in log, log
