@@ -7,12 +7,15 @@
 # up is booted and taken down afterwards (one that was up stays up).
 # BENCH_RESTART_ONLY=requeue,lost-node (say) runs only those scenarios of bench_restart.py;
 # BENCH_CLUSTER_ONLY=1 skips the benchmarks that need no cluster; BENCH_PARTS (default
-# "submit restart failfast queries") picks the cluster benchmarks. Every part prints the
-# machine and its load average beside its figures (docs/benchmarks.md quotes them).
+# "submit restart failfast containers queries") picks the cluster benchmarks. Every part prints
+# the machine and its load average beside its figures (docs/benchmarks.md quotes them).
+# BENCH_CONTAINERS (default oci,pyxis,apptainer; empty: none) are the container runtimes the
+# clusters boot with (minicluster up --containers; Apptainer only on the namespaced roots) for
+# bench_containers.py.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MC=contrib/minicluster/minicluster
-PARTS=" ${BENCH_PARTS:-submit restart failfast queries} "
+PARTS=" ${BENCH_PARTS:-submit restart failfast containers queries} "
 stamp() { echo "# $(date -u '+%F %T UTC') on $(hostname), $(nproc) CPUs, $(uptime | sed 's/.*\(load average\)/\1/')"; }
 if [ "${BENCH_CLUSTER_ONLY:-0}" != 1 ]; then
   stamp
@@ -27,6 +30,11 @@ for v in ${BENCH_SLURM-host 24.11 25.11 26.05}; do  # BENCH_SLURM="": none
   case $v in 25.11 | 26.05) extra=(--expedited-requeue) ;; esac  # Slurm >= 25.11 only
   booted=0
   bash "$MC" status --slurm "$v" >/dev/null 2>&1 || booted=1
+  # container runtimes (bench_containers.py): the host's Slurm has no Apptainer, 25.11 none
+  containers=${BENCH_CONTAINERS-oci,pyxis,apptainer}
+  case $v in host | 22.05) containers=${containers//apptainer/} ;; 25.11) containers="" ;; esac
+  containers=$(tr -s , <<<"$containers" | sed 's/^,//; s/,$//')
+  [ -n "$containers" ] && extra+=("--containers=$containers")
   bash "$MC" up --slurm "$v" --topology "$topo" "${extra[@]}" >/dev/null
   # SLURM_CONF, and for a namespaced or source-built cluster the client wrappers first on PATH
   # (25.11: and its pyslurm on PYTHONPATH)
@@ -50,6 +58,11 @@ for v in ${BENCH_SLURM-host 24.11 25.11 26.05}; do  # BENCH_SLURM="": none
     echo; echo "== Slurm $(sinfo --version) ($topo): one rank crashes -> the next attempt's first step"
     stamp
     python3 bench/bench_failfast.py --nodes 2 --nodes 8 --repeat 2
+  fi
+  if [[ $PARTS == *" containers "* ]] && [ -n "$containers" ]; then
+    echo; echo "== Slurm $(sinfo --version): job start in each container runtime vs bare ($containers)"
+    stamp
+    python3 bench/bench_containers.py --repeat 3
   fi
   if [[ $PARTS == *" queries "* ]]; then
     echo; echo "== Slurm $(sinfo --version): the Slurm layer's queries, pyslurm vs the command line"
