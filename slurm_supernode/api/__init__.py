@@ -8,6 +8,8 @@
     job.wait(timeout=3600, progress=print)
     job.attempts(); job.logs(rank=0); job.cancel()
     job = api.Job.from_id(1234)        # a handle on a chain submitted earlier (any attempt's id)
+    sweep = api.submit_sweep(spec, api.grid(lr=["1e-4", "3e-4"], seed=range(4)))  # a job array
+    api.then(job, spec, "ok")          # starts once job's whole chain ended ok
 
 The operations have their own modules: ``from slurm_supernode.api import doctor, health, bench,
 schedules`` (and ``bench_report``). The CLI's verbs are argument parsing plus one call into this
@@ -22,11 +24,13 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from slurm_supernode.api.chain import then
     from slurm_supernode.api.chain_state import ChainState
     from slurm_supernode.api.job import Job, WaitTimeout
     from slurm_supernode.api.planning import JobPlan, plan
     from slurm_supernode.api.spec import JobSpec, Layout
     from slurm_supernode.api.submission import submit
+    from slurm_supernode.api.sweep import Sweep, grid, submit_sweep
     from slurm_supernode.api.watcher import Watcher
 
 # public name -> the module of this package that defines it. A module never bears the name of
@@ -42,6 +46,10 @@ _EXPORTS: dict[str, str] = {
     "WaitTimeout": "job",
     "ChainState": "chain_state",
     "Watcher": "watcher",
+    "Sweep": "sweep",
+    "grid": "sweep",
+    "submit_sweep": "sweep",
+    "then": "chain",
 }
 
 __all__ = [
@@ -50,10 +58,14 @@ __all__ = [
     "JobPlan",
     "JobSpec",
     "Layout",
+    "Sweep",
     "WaitTimeout",
     "Watcher",
+    "grid",
     "plan",
     "submit",
+    "submit_sweep",
+    "then",
 ]
 
 

@@ -17,6 +17,13 @@ def run(ns: argparse.Namespace) -> int:
     from slurm_supernode.api.cancel import cancel_chain
 
     job_dir = job_dir_of(ns)
+    from slurm_supernode.api.sweep import sweep_of
+
+    sweep = sweep_of(job_dir)
+    if sweep is not None:  # every task's chain, the array and what the tasks resubmitted
+        ids = sweep.cancel()
+        print(f"cancelled sweep {job_dir.name} ({', '.join(map(str, ids))})")
+        return 0
     ids = cancel_chain(job_dir)
     print(f"cancelled job chain {job_dir.name} ({', '.join(map(str, ids)) or 'no job ids'})")
     return 0

@@ -21,6 +21,7 @@ from slurm_supernode.jobenv import SnrunSettings
 # name -> (module under slurm_supernode.cli, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "submit": ("submit", "submit a torchrun job on whole super nodes (the default)"),
+    "sweep": ("sweep", "a parameter grid as one job array of supervised job chains"),
     "plan": ("plan", "rank-to-device map and communication cost for an allocation"),
     "site": ("site", "validate, show and export site configs"),
     "status": ("status", "show the attempts of a job chain"),
@@ -95,7 +96,7 @@ def _own_args(name: str, args: list[str], parser: argparse.ArgumentParser) -> in
     ``snrun train.py --debug`` keeps ``--debug`` for the script, and so does
     ``snrun supervise --job-dir D -- train.py --debug``.
     """
-    if name == "submit":
+    if name in ("submit", "sweep"):
         from slurm_supernode.cli.submit import split_argv
 
         return len(split_argv(parser, args)[0])
@@ -141,7 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         mod = _load(name)
         ns = mod.parse(parser, rest) if hasattr(mod, "parse") else parser.parse_args(rest)
         # the same parser, its defaults suppressed now that the real parse is done
-        ns.explicit = explicit_options(parser, rest[:own] if name == "submit" else rest)
+        ns.explicit = explicit_options(parser, rest[:own] if name in ("submit", "sweep") else rest)
         if isinstance(getattr(ns, "action", None), str):  # snrun site export, snrun bench run
             prog = f"{prog} {ns.action}"
         return int(mod.run(ns) or 0)

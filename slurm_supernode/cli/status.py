@@ -16,7 +16,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "job",
         nargs="?",
         metavar="JOB",
-        help="Slurm job id of any attempt, or the job directory (default: list recent chains)",
+        help="Slurm job id of any attempt, a sweep's array job id (a table of its tasks) or "
+        "ARRAY_TASK, or the job directory (default: list recent chains)",
     )
     p.add_argument("--json", action="store_true", help="print the chain (or the list) as JSON")
     p.add_argument(
@@ -25,7 +26,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=int_range(1),
         default=10,
         metavar="N",
-        help="without JOB: how many recent chains to list (default 10)",
+        help="without JOB: how many recent chains (and sweeps) to list (default 10)",
     )
     add_jobs_dir_arguments(p)
 
@@ -37,12 +38,22 @@ def run(ns: argparse.Namespace) -> int:
 
     if ns.job is None:
         from slurm_supernode.api.status import recent_chains
+        from slurm_supernode.api.sweep import recent_sweeps
 
         root, rows = recent_chains(ns.last, jobs_dir=ns.jobs_dir, site=ns.site)
+        rows += recent_sweeps(root, ns.last)  # after the chains
         print(json.dumps(rows, indent=2) if ns.json else format_recent(rows, root))
         return 0
-    from slurm_supernode.api.status import chain_status
+    from slurm_supernode.api.status import chain_status, find_job_dir
+    from slurm_supernode.api.sweep import sweep_of
 
+    sweep = sweep_of(find_job_dir(ns.job, jobs_dir=ns.jobs_dir, site=ns.site))
+    if sweep is not None:  # an array job id: the sweep as one table, a line per task
+        from slurm_supernode.runtime.sweep_status import format_sweep
+
+        swept = sweep.status()
+        print(json.dumps(swept, indent=2) if ns.json else format_sweep(swept))
+        return 0
     summary = chain_status(ns.job, jobs_dir=ns.jobs_dir, site=ns.site)
     print(json.dumps(summary, indent=2) if ns.json else format_chain(summary))
     return 0

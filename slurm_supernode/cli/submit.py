@@ -18,6 +18,7 @@ from slurm_supernode.launch.jobspec import JobSpec, parse_env_items
 
 if TYPE_CHECKING:
     from slurm_supernode.api.planning import JobPlan
+    from slurm_supernode.launch.sweep_grid import Grid
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -29,6 +30,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     _placement_arguments(p.add_argument_group("super nodes and placement"))
     add_container_arguments(p)
     _snrun_arguments(p.add_argument_group("snrun"))
+    add_sweep_arguments(p.add_argument_group("sweeps and dependencies (docs/snrun.md)"))
     p.add_argument("-m", dest="module", metavar="MODULE", help="run a module instead of a script")
     p.add_argument("program", nargs="?", metavar="SCRIPT", help="the training script")
     p.add_argument("args", nargs="*", metavar="ARGS", help="arguments of the script, kept as is")
@@ -133,6 +135,32 @@ def _snrun_arguments(j: argparse._ArgumentGroup) -> None:
         "-W", "--wait", action="store_true", help="wait for the job chain to end (like sbatch)"
     )
     j.add_argument("--json", action="store_true", help="with --dry-run: the plan as JSON")
+
+
+def add_sweep_arguments(g: argparse._ArgumentGroup) -> None:
+    """A parameter grid as one job array; a start after another job's chain."""
+    g.add_argument(
+        "--sweep",
+        action="append",
+        default=[],
+        metavar="NAME=VALUES",
+        help="sweep NAME over V1,V2,... or FIRST-LAST (repeatable: every combination); one "
+        "job array, a task per combination; {NAME} in the program's arguments is replaced, "
+        "and the program gets SNRUN_PARAM_<NAME>",
+    )
+    g.add_argument("--sweep-file", metavar="YAML", help="the grid from a file: 'grid:' or 'tasks:'")
+    g.add_argument(
+        "--throttle",
+        type=positive,
+        metavar="N",
+        help="with a sweep: at most N tasks run at once (sbatch --array=...%%N)",
+    )
+    g.add_argument(
+        "--after",
+        metavar="JOB[:ok|any|notok]",
+        help="start when JOB's whole chain (restarts, requeues, resubmissions) has ended ok "
+        "(default), any way, or not ok",
+    )
 
 
 def add_container_arguments(p: argparse.ArgumentParser) -> None:
@@ -256,6 +284,8 @@ LAUNCHER_OPTIONS = (
     "--sbatch",
     "--supernodes",
     "--max-restarts",
+    "--sweep-file",
+    "--throttle",
 )
 _LAUNCHER_FLAGS = (
     "--fork-workers",
@@ -310,6 +340,13 @@ def check_inapplicable(ns: argparse.Namespace) -> None:
         "-W/--wait",
         dry and f"waits for the job, and {dry}",
         "drop --dry-run to submit and wait, or drop -W",
+    )
+    refuse_if(
+        ns,
+        "throttle",
+        "--throttle",
+        None if ns.sweep or ns.sweep_file else "limits the tasks of a sweep, and none was given",
+        "give --sweep NAME=VALUES or --sweep-file, or drop --throttle",
     )
     refuse_if(
         ns,
@@ -400,7 +437,13 @@ def _check_input_file(path: str, option: str, *, must_be_path: bool) -> None:
 def run(ns: argparse.Namespace) -> int:
     from slurm_supernode.api.planning import plan
 
-    job_plan = plan(spec_from_args(ns), need_slurm=not ns.dry_run)
+    spec = spec_from_args(ns)
+    grid = sweep_grid(ns)  # a bad grid fails before Slurm is asked anything
+    if grid is not None:
+        from slurm_supernode.cli.sweep_run import run_sweep
+
+        return run_sweep(ns, spec, grid)
+    job_plan = plan(spec, need_slurm=not ns.dry_run)
     if job_plan.refusal is not None:  # a dry run of a script still being written is fine
         print(
             f"snrun: warning: {job_plan.refusal} (a submission would be refused)", file=sys.stderr
@@ -408,17 +451,38 @@ def run(ns: argparse.Namespace) -> int:
     for notice in job_plan.notices:
         print(f"snrun: {notice}", file=sys.stderr)
     if ns.dry_run:
+        if ns.after:
+            _after_notice(ns, job_plan)
         _print_dry_run(job_plan, as_json=ns.json)
         return 0
     from slurm_supernode.api.submission import submit
 
-    job = submit(job_plan)
+    job = submit(job_plan, after=ns.after)
     print(job.job_id if ns.parsable else f"Submitted batch job {job.job_id}", flush=True)
     if not ns.wait:
         return 0
     final = job.wait()
     print(f"snrun: job chain {final.state}: {final.reason or ''}", file=sys.stderr)
     return 0 if final.state == "COMPLETED" else 1
+
+
+def sweep_grid(ns: argparse.Namespace) -> Grid | None:
+    """The grid of --sweep / --sweep-file; None without either (a plain job)."""
+    if not (ns.sweep or ns.sweep_file):
+        return None
+    from slurm_supernode.launch.sweep_grid import build_grid
+
+    return build_grid(ns.sweep, ns.sweep_file)
+
+
+def _after_notice(ns: argparse.Namespace, job_plan: JobPlan) -> None:
+    """--after in a dry run: what the job would wait for."""
+    from slurm_supernode.api.chain import prepare_after
+
+    prepared = prepare_after(ns.after, job_plan.job_dir.parent, job_plan.spec.dependency)
+    what = f"--dependency={prepared.dependency}" if prepared.dependency else "no dependency"
+    done = " (that chain already ended so)" if not prepared.dependency else ""
+    print(f"snrun: --after {ns.after}: {what}{done}", file=sys.stderr)
 
 
 def _print_dry_run(job_plan: JobPlan, *, as_json: bool) -> None:

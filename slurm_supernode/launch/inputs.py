@@ -59,6 +59,9 @@ class JobInputs:
     # ContainerSpec.to_dict() of the training step's container; None: on the host. Optional
     # in the file (plans written before containers existed have none).
     container: dict[str, Any] | None = None
+    # A sweep's task (launch/sweep.py): {"dir": the sweep's directory, "task": its index in
+    # the job array, "params": {name: value}}; None: a plain job. Optional in the file.
+    sweep: dict[str, Any] | None = None
     schema: int = SCHEMA
     extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -132,7 +135,7 @@ class JobInputs:
         return Layout.from_dict(self.layout)
 
 
-_OPTIONAL = ("schema", "container")
+_OPTIONAL = ("schema", "container", "sweep")
 
 
 def _is_a(value: Any, hint: Any) -> bool:

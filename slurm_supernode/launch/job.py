@@ -92,11 +92,14 @@ def plan_job(
     jobs_root: Path | None = None,
     stamp: float | None = None,
     token: str | None = None,
+    job_dir: Path | None = None,
 ) -> JobPlan:
-    """Decide the request, the job directory and the script text. Pure."""
+    """Decide the request, the job directory and the script text. Pure. ``job_dir``: an
+    exact directory (a sweep's task), instead of a new one under ``jobs_root``."""
     fork_workers = _checked_worker_mode(spec, site)
-    root = jobs_root or expand_path(site.paths.jobs_dir)
-    job_dir = (root / job_dir_name(spec.name, stamp, token)).absolute()
+    if job_dir is None:
+        root = jobs_root or expand_path(site.paths.jobs_dir)
+        job_dir = (root / job_dir_name(spec.name, stamp, token)).absolute()
     logs = job_dir / "logs"
     request = plan_request(spec, site, facts, output=str(logs / "slurm-%j.out"))
     _check_nproc(spec.nproc_per_node, site)
@@ -295,16 +298,25 @@ def write_job_dir(plan: JobPlan) -> None:
     write_json_atomic(d / "env.json", plan.env)
 
 
-def submit_job(plan: JobPlan, *, attempts: int = 3, backoff: float = 1.0) -> int:
+def submit_job(
+    plan: JobPlan,
+    *,
+    attempts: int = 3,
+    backoff: float = 1.0,
+    extra_args: tuple[str, ...] = (),
+) -> int:
     """Write the job directory and submit with sbatch; returns the job id. An unreachable or
-    busy controller is retried (``attempts`` calls, ``backoff`` s more between each)."""
+    busy controller is retried (``attempts`` calls, ``backoff`` s more between each).
+    ``extra_args`` go to this sbatch only, after the request's (``--after``: the dependency
+    and ``--hold``), not into the job's request (a resubmission does not repeat them)."""
     from slurm_supernode.slurm import jobs
 
     write_job_dir(plan)
     last: SlurmError | None = None
+    args = [*plan.request.sbatch_args(), *extra_args]
     for i in range(attempts):
         try:
-            job_id = jobs.submit(plan.script, plan.request.sbatch_args(), cwd=plan.inputs.workdir)
+            job_id = jobs.submit(plan.script, args, cwd=plan.inputs.workdir)
             break
         except SlurmError as exc:
             # Retry only when the controller is busy/unreachable; refusals are final.

@@ -45,8 +45,8 @@ def jobs_root(
     return expand_path("~/.snrun/jobs")
 
 
-def link_job_id(jobs_root: Path, job_dir: Path, job_id: int) -> None:
-    """``by-id/<job id>`` -> job dir (replaced atomically if it exists)."""
+def link_job_id(jobs_root: Path, job_dir: Path, job_id: int | str) -> None:
+    """``by-id/<job id>`` -> job dir (replaced atomically if it exists); ``ARRAY_TASK`` too."""
     by_id = jobs_root / "by-id"
     by_id.mkdir(parents=True, exist_ok=True)
     tmp = by_id / f".{job_id}.{os.getpid()}"
@@ -55,9 +55,10 @@ def link_job_id(jobs_root: Path, job_dir: Path, job_id: int) -> None:
     os.replace(tmp, by_id / str(job_id))
 
 
-def own_job_dirs(jobs_root: Path) -> list[Path]:
+def own_job_dirs(jobs_root: Path, marker: str = "plan.json") -> list[Path]:
     """The current user's job directories under ``jobs_root``, most recently active first
-    (the newest of the directory and its ledger); a shared jobs dir holds others' too."""
+    (the newest of the directory and its ledger); a shared jobs dir holds others' too.
+    ``marker``: the file that makes a directory one (``sweep.json``: the sweeps)."""
     uid = os.getuid()
 
     def active(d: Path) -> float:
@@ -74,7 +75,7 @@ def own_job_dirs(jobs_root: Path) -> list[Path]:
     found = []
     for d in entries:
         try:
-            if d.name != "by-id" and (d / "plan.json").is_file() and d.stat().st_uid == uid:
+            if d.name != "by-id" and (d / marker).is_file() and d.stat().st_uid == uid:
                 found.append((active(d), d))
         except OSError:
             continue  # removed while we looked, or unreadable: not the user's
@@ -82,9 +83,9 @@ def own_job_dirs(jobs_root: Path) -> list[Path]:
 
 
 def find_job_dir(jobs_root: Path, job: str) -> Path:
-    """A job dir by job id (``by-id`` link) or by path."""
+    """A job dir (or a sweep's directory) by job id (``by-id`` link) or by path."""
     direct = Path(job)
-    if direct.is_dir() and (direct / "plan.json").exists():
+    if direct.is_dir() and any((direct / f).exists() for f in ("plan.json", "sweep.json")):
         return direct.resolve()
     link = jobs_root / "by-id" / job
     if link.exists():

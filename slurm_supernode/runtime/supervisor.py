@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import os
 import signal
 import subprocess
 import time
@@ -56,6 +57,25 @@ def expedited(sbatch_args: Sequence[str]) -> bool:
         if arg in ("--requeue", "--no-requeue") or arg.startswith("--requeue="):
             mode = arg
     return mode == "--requeue=expedite"
+
+
+def resubmission_args(sbatch_args: Sequence[str]) -> list[str]:
+    """The job's sbatch options for a fresh job of the same chain, without the ones that held
+    only for its first submission: a dependency (-d; the chain has started, so it was met,
+    and sbatch's last --dependency would replace ``afterany:<this job>``) and a hold."""
+    out: list[str] = []
+    skip = False
+    for arg in sbatch_args:
+        if skip:
+            skip = False
+            continue
+        if arg in ("-d", "--dependency"):
+            skip = True
+            continue
+        if arg.startswith(("--dependency=", "-d")) or arg in ("--hold", "-H"):
+            continue
+        out.append(arg)
+    return out
 
 
 def agent_command(python: str, job_dir: Path, program_argv: Sequence[str]) -> list[str]:
@@ -102,6 +122,8 @@ class SupervisorConfig:
     # after a stop request, how long the agents have to end the step before srun is signalled
     # (a safety net for an agent that cannot act: torchrun's own stop takes up to 30 s)
     stop_grace: float = 60.0
+    # a sweep's task (JobInputs.sweep): {"dir", "task", "params"}; None: a plain job
+    sweep: Mapping[str, object] | None = None
     poll: float = 0.2  # seconds between looks at the step
     backoff: float = 1.0  # pause before restart n: min(n * backoff, 5 * backoff)
     environ: Mapping[str, str] = field(default_factory=dict, repr=False)
@@ -135,8 +157,20 @@ class SupervisorConfig:
             checkpoint_dir=env.checkpoint_dir or str(job_dir / "checkpoints"),
             expedite=expedited(inputs.request["sbatch_args"]),
             fail_fast=failfast.enabled(environ),
+            sweep=inputs.sweep,
             environ=dict(environ),
         )
+
+    @property
+    def jobs_root(self) -> Path:
+        """Where ``by-id`` links go: the jobs folder (a sweep's task lies two levels deeper)."""
+        if self.sweep:
+            return Path(str(self.sweep["dir"])).parent
+        return self.job_dir.parent
+
+    @property
+    def sweep_dir(self) -> Path | None:
+        return Path(str(self.sweep["dir"])) if self.sweep else None
 
 
 class Supervisor:
@@ -158,6 +192,7 @@ class Supervisor:
         signal.signal(signal.SIGUSR2, self._on_usr2)
         signal.signal(signal.SIGTERM, self._on_term)
         try:
+            self._link_task()
             self._close_orphan_attempt()
             while True:
                 chain = self._chain()
@@ -213,13 +248,17 @@ class Supervisor:
     def _step_env(self, attempt: int, nodelist: str) -> dict[str, str]:
         """What the step's agents get beside the job's environment."""
         cfg = self.cfg
-        return dict(cfg.environ) | {
-            "SNRUN_ATTEMPT": str(attempt),
-            "SNRUN_NODELIST": nodelist,
-            "SNRUN_MASTER_PORT": str(master_port(cfg.job_id, attempt)),
-            "SNRUN_HEARTBEAT_FILE": str(cfg.job_dir / HEARTBEAT),
-            "SNRUN_CHECKPOINT_DIR": cfg.checkpoint_dir,
-        }
+        return (
+            dict(cfg.environ)
+            | {
+                "SNRUN_ATTEMPT": str(attempt),
+                "SNRUN_NODELIST": nodelist,
+                "SNRUN_MASTER_PORT": str(master_port(cfg.job_id, attempt)),
+                "SNRUN_HEARTBEAT_FILE": str(cfg.job_dir / HEARTBEAT),
+                "SNRUN_CHECKPOINT_DIR": cfg.checkpoint_dir,
+            }
+            | sweep_env(cfg.sweep)
+        )
 
     def _watch(
         self, proc: subprocess.Popen[bytes], attempt: int, started: float
@@ -329,6 +368,7 @@ class Supervisor:
                 new_job_id=new_id,
                 reason=str(requeue_error) if requeue_error else why,
             )
+            self._move_dependents()  # before this job ends 0: afterok must not see it
             return ExitCode.OK
         ledger.append(cfg.job_dir, "final", job_id=cfg.job_id, state="FAILED", reason=d.detail)
         return self._failed()
@@ -364,10 +404,37 @@ class Supervisor:
         args = [f"--dependency=afterany:{cfg.job_id}"]
         if exclude:
             args.append(f"--exclude={fold(exclude)}")
+        if cfg.sweep:  # a one-task array: the script finds tasks/<i> by SLURM_ARRAY_TASK_ID
+            args.append(f"--array={cfg.sweep['task']}")
         script = (cfg.job_dir / "job.sh").read_text()
-        new_id = jobs.submit(script, args + list(cfg.sbatch_args))
-        link_job_id(cfg.job_dir.parent, cfg.job_dir, new_id)
+        new_id = jobs.submit(script, args + resubmission_args(cfg.sbatch_args))
+        link_job_id(cfg.jobs_root, cfg.job_dir, new_id)
         return new_id
+
+    def _move_dependents(self) -> None:
+        """Jobs waiting on this chain (--after) now wait on its new job id (runtime/after.py);
+        a dependent that could not be moved is named in the ledger."""
+        from slurm_supernode.runtime.after import rewrite_dependents
+
+        try:
+            failures = rewrite_dependents(self.cfg.job_dir, self.cfg.sweep_dir)
+        except (OSError, ValueError, SnrunError) as exc:
+            failures = [str(exc)]
+        if failures:
+            ledger.append(self.cfg.job_dir, "dependents", job_id=self.cfg.job_id, failed=failures)
+
+    def _link_task(self) -> None:
+        """A sweep's task: ``by-id/<its own job id>`` -> its directory (known only now), so
+        ``snrun status/logs/attach <id>`` find it. One task runs under the array's own job id,
+        whose link names the sweep: that one is kept."""
+        cfg = self.cfg
+        if cfg.sweep and cfg.job_id:
+            from slurm_supernode.launch.jobdir import link_job_id
+
+            link = cfg.jobs_root / "by-id" / str(cfg.job_id)
+            with contextlib.suppress(OSError):
+                if not os.path.lexists(link):
+                    link_job_id(cfg.jobs_root, cfg.job_dir, cfg.job_id)
 
     def _releaser_lives(self) -> bool:
         """Will the detached releaser outlive this job? Not under proctrack/cgroup, which kills
@@ -566,6 +633,20 @@ class _FailureWatch:
                 )
             )
         )
+
+
+def sweep_env(sweep: Mapping[str, object] | None) -> dict[str, str]:
+    """What a sweep's task tells its program: ``SNRUN_SWEEP_TASK``, ``SNRUN_SWEEP_DIR`` and
+    ``SNRUN_PARAM_<NAME>`` per parameter (also ``SNRUN_SWEEP_PARAMS``, all as JSON)."""
+    if not sweep:
+        return {}
+    params = dict(sweep.get("params") or {})  # type: ignore[call-overload]
+    env = {
+        "SNRUN_SWEEP_TASK": str(sweep["task"]),
+        "SNRUN_SWEEP_DIR": str(sweep["dir"]),
+        "SNRUN_SWEEP_PARAMS": json.dumps(params, sort_keys=True),
+    }
+    return env | {f"SNRUN_PARAM_{str(k).upper()}": str(v) for k, v in params.items()}
 
 
 def run_supervisor(

@@ -1,0 +1,153 @@
+"""Sweeps from Python: ``submit_sweep(spec, grid)`` submits one Slurm job array whose every
+task is an snrun job chain on whole super nodes (launch/sweep.py); ``Sweep`` is its handle.
+
+    from slurm_supernode.api.sweep import grid, submit_sweep
+    sweep = submit_sweep(spec, grid(lr=["1e-4", "3e-4"], seed=range(4)), throttle=2)
+    sweep.wait(timeout=3600)["state"]; print(sweep.table())
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from slurm_supernode.launch.after import After
+from slurm_supernode.launch.jobspec import JobSpec
+from slurm_supernode.launch.request import ClusterFacts
+from slurm_supernode.launch.sweep import SweepPlan, plan_sweep
+from slurm_supernode.launch.sweep_grid import Grid, product
+from slurm_supernode.site.model import Site
+
+
+def grid(**dims: Iterable[object]) -> Grid:
+    """Every combination of the given values, the first name varying slowest:
+    ``grid(lr=["1e-4", "3e-4"], seed=range(4))`` is 8 tasks. Values are passed as text."""
+    return product([(name, [str(v) for v in values]) for name, values in dims.items()])
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A submitted sweep: its directory and the array's job id."""
+
+    sweep_dir: Path
+    array_job_id: int
+
+    def status(self) -> dict[str, Any]:
+        """Every task's state, attempts and causes (``snrun status <sweep> --json``)."""
+        from slurm_supernode.runtime.sweep_status import sweep_summary
+
+        return sweep_summary(self.sweep_dir)
+
+    def table(self) -> str:
+        from slurm_supernode.runtime.sweep_status import format_sweep
+
+        return format_sweep(self.status())
+
+    def wait(self, timeout: float | None = None, poll: float = 2.0) -> dict[str, Any]:
+        """Until every task's chain has ended; the status then."""
+        from slurm_supernode.runtime.sweep_status import wait_sweep
+
+        return wait_sweep(self.sweep_dir, timeout, poll)
+
+    def cancel(self) -> list[int]:
+        from slurm_supernode.runtime.sweep_status import cancel_sweep
+
+        return cancel_sweep(self.sweep_dir)
+
+    def task_dir(self, task: int) -> Path:
+        return self.sweep_dir / "tasks" / str(task)
+
+    @classmethod
+    def from_id(cls, job: int | str | Path, jobs_dir: str | Path | None = None) -> Sweep:
+        """The sweep of an array job id (or its directory)."""
+        import json
+
+        from slurm_supernode.errors import InputError
+        from slurm_supernode.launch.jobdir import find_job_dir, jobs_root
+        from slurm_supernode.launch.sweep import SWEEP_FILE
+
+        path = find_job_dir(jobs_root(str(jobs_dir) if jobs_dir else None), str(job))
+        if not (path / SWEEP_FILE).is_file():
+            raise InputError(f"{job} is a job, not a sweep", where="JOB")
+        return cls(path, int(json.loads((path / SWEEP_FILE).read_text())["array_job_id"]))
+
+
+def plan(
+    spec: JobSpec,
+    tasks: Grid,
+    *,
+    throttle: int | None = None,
+    need_slurm: bool = False,
+    site: Site | None = None,
+    facts: ClusterFacts | None = None,
+) -> SweepPlan:
+    """The dry run of a sweep: the script's #SBATCH lines applied, every task's plan and the
+    array script; nothing written. ``need_slurm``: Slurm's facts are required (a submission)
+    and a script the job could not find is refused. ``spec.jobs_dir``: where it goes."""
+    from slurm_supernode.api.planning import program_refusal, with_directives
+    from slurm_supernode.launch.facts import gather_facts
+    from slurm_supernode.launch.jobdir import jobs_root
+    from slurm_supernode.launch.syntax import check_job_values
+    from slurm_supernode.site.loader import load_site
+
+    applied, _ = with_directives(spec)
+    check_job_values(applied)
+    refusal = program_refusal(applied)
+    if refusal is not None and need_slurm:
+        raise refusal
+    site = site or load_site(applied.site)
+    if facts is None:
+        facts = gather_facts(site, required=need_slurm)
+    root = jobs_root(applied.jobs_dir, site_jobs_dir=site.paths.jobs_dir)
+    return plan_sweep(applied, tasks, site, facts, jobs_root=root, throttle=throttle)
+
+
+def submit_sweep(
+    spec: JobSpec | SweepPlan,
+    tasks: Grid | None = None,
+    *,
+    throttle: int | None = None,
+    after: After | str | None = None,
+) -> Sweep:
+    """Submit the sweep (a spec and its grid, or a plan from ``plan(..., need_slurm=True)``)
+    as one job array; ``after``: start only when that job's chain has ended so
+    (``"1234:ok"``). ``spec.jobs_dir``: where the sweep's directory goes."""
+    from slurm_supernode.errors import InputError
+    from slurm_supernode.runtime.after import after_args, finish_after, prepare_after
+    from slurm_supernode.runtime.sweep_submit import submit_sweep as submit_array
+
+    if isinstance(spec, SweepPlan):
+        swept = spec
+    else:
+        if tasks is None:
+            raise InputError("submit_sweep(spec, grid): no grid given", where="grid")
+        swept = plan(spec, tasks, throttle=throttle, need_slurm=True)
+    prepared = None
+    if after is not None:
+        prepared = prepare_after(after, swept.sweep_dir.parent, swept.spec.dependency)
+    array_id = submit_array(swept, after_args(prepared))
+    if prepared is not None:
+        finish_after(prepared, swept.spec.sbatch_args, array_id, swept.sweep_dir)
+    return Sweep(swept.sweep_dir, array_id)
+
+
+def sweep_of(path: Path) -> Sweep | None:
+    """The sweep whose directory ``path`` is; None for a job chain's directory."""
+    import json
+
+    from slurm_supernode.launch.sweep import SWEEP_FILE
+
+    if not (path / SWEEP_FILE).is_file():
+        return None
+    return Sweep(path, int(json.loads((path / SWEEP_FILE).read_text()).get("array_job_id") or 0))
+
+
+def recent_sweeps(jobs_root: Path, last: int) -> list[dict[str, Any]]:
+    """The user's ``last`` most recent sweeps under ``jobs_root``, a row each (``snrun
+    status``)."""
+    from slurm_supernode.launch.jobdir import own_job_dirs
+    from slurm_supernode.runtime.sweep_status import recent_sweeps as rows
+
+    return rows(own_job_dirs(jobs_root, "sweep.json")[:last])

@@ -1,0 +1,154 @@
+"""A sweep as one table for `snrun status <sweep>`: task, parameters, state, attempts, cause.
+Each task's row folds its own chain (runtime/status.py), so restarts, requeues and
+resubmissions of a task show as they do for any job."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from slurm_supernode.launch.sweep import SWEEP_FILE
+from slurm_supernode.runtime.status import chain_summary
+
+ACTIVE = ("RUNNING", "PENDING")  # any other state: the task's chain has ended (or waits held)
+
+
+def is_sweep(path: Path) -> bool:
+    return (path / SWEEP_FILE).is_file()
+
+
+def sweep_summary(sweep_dir: Path) -> dict[str, Any]:
+    """The sweep's tasks, each with its chain's state, attempts and causes."""
+    data = json.loads((sweep_dir / SWEEP_FILE).read_text())
+    rows = []
+    for task in data["tasks"]:
+        chain = chain_summary(Path(task["job_dir"]))
+        attempts = chain["attempts"]
+        causes = [a["cause"] for a in attempts if a.get("cause") and a["cause"] != "success"]
+        rows.append(
+            {
+                "task": task["task"],
+                "params": task["params"],
+                "state": chain["state"],
+                "attempts": len(attempts),
+                "causes": list(dict.fromkeys(causes)),
+                "reason": chain["reason"],
+                "job_ids": chain["job_ids"],
+                "job_dir": task["job_dir"],
+            }
+        )
+    counts = Counter(r["state"] for r in rows)
+    return {
+        "sweep_dir": str(sweep_dir),
+        "name": data.get("name"),
+        "array_job_id": data.get("array_job_id"),
+        "array": data.get("array"),
+        "submitted": data.get("submitted"),
+        "state": overall_state(counts, len(rows)),
+        "counts": dict(counts),
+        "tasks": rows,
+    }
+
+
+def recent_sweeps(sweep_dirs: list[Path]) -> list[dict[str, Any]]:
+    """One row per sweep, shaped like ``status.recent_chains``' rows (``snrun status``)."""
+    rows = []
+    for d in sweep_dirs:
+        summary = sweep_summary(d)
+        array = summary["array_job_id"]
+        rows.append(
+            {
+                "job_dir": summary["sweep_dir"],
+                "job_ids": [f"{array}_[{summary['array']}]"] if array else [],
+                "state": summary["state"],
+                "attempts": sum(r["attempts"] for r in summary["tasks"]),
+                "started": summary["submitted"],
+            }
+        )
+    return rows
+
+
+def overall_state(counts: Counter[str], total: int) -> str:
+    """COMPLETED when every task completed; FAILED/CANCELLED once every task ended and one did
+    not complete; RUNNING while any task runs; else PENDING."""
+    ended = total - counts["RUNNING"] - counts["PENDING"]
+    if ended == total and total:
+        if counts["COMPLETED"] == total:
+            return "COMPLETED"
+        only_cancelled = counts["COMPLETED"] + counts["CANCELLED"] == total
+        return "CANCELLED" if only_cancelled else "FAILED"
+    return "RUNNING" if counts["RUNNING"] or ended else "PENDING"
+
+
+def format_sweep(summary: dict[str, Any]) -> str:
+    """A plain table, one line per task."""
+    when = summary.get("submitted")
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(when)) if when else "-"
+    counts = ", ".join(f"{n} {s}" for s, n in sorted(summary["counts"].items()))
+    lines = [
+        f"sweep dir : {summary['sweep_dir']}",
+        f"array job : {summary['array_job_id'] or '-'} (--array={summary['array']}), "
+        f"submitted {stamp}",
+        f"state     : {summary['state']} ({counts})",
+        "",
+    ]
+    rows = [
+        (
+            str(r["task"]),
+            " ".join(f"{k}={v}" for k, v in r["params"].items()),
+            r["state"],
+            str(r["attempts"]),
+            ",".join(r["causes"]) or "-",
+            ",".join(map(str, r["job_ids"])) or "-",
+            r["reason"] if r["state"] not in ("COMPLETED", "RUNNING", "PENDING") else "",
+        )
+        for r in summary["tasks"]
+    ]
+    head = ("task", "parameters", "state", "tries", "cause", "job ids", "reason")
+    widths = [max(len(x[i]) for x in [head, *rows]) for i in range(len(head) - 1)]
+    for row in [head, *rows]:
+        cells = [
+            c.rjust(w) if i == 3 else c.ljust(w)
+            for i, (c, w) in enumerate(zip(row[:-1], widths, strict=True))
+        ]
+        lines.append("  ".join([*cells, row[-1]]).rstrip())
+    return "\n".join(lines)
+
+
+def wait_sweep(sweep_dir: Path, timeout: float | None = None, poll: float = 2.0) -> dict[str, Any]:
+    """Until every task's chain has ended; the summary then."""
+    from slurm_supernode.errors import JobError
+
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        summary = sweep_summary(sweep_dir)
+        if all(r["state"] not in ACTIVE for r in summary["tasks"]):
+            return summary
+        if deadline is not None and time.monotonic() > deadline:
+            raise JobError(
+                f"sweep did not end within {timeout:.0f} s ({summary['counts']})",
+                where=str(sweep_dir),
+            )
+        time.sleep(poll)
+
+
+def cancel_sweep(sweep_dir: Path) -> list[int]:
+    """Mark every task's chain cancelled, then cancel the array and every task's own ids."""
+    from slurm_supernode.runtime import ledger
+    from slurm_supernode.slurm.jobs import cancel
+
+    data = json.loads((sweep_dir / SWEEP_FILE).read_text())
+    ids: list[int] = []
+    for task in data["tasks"]:
+        job_dir = Path(task["job_dir"])
+        if ledger.fold(ledger.read(job_dir)).final is None:
+            ledger.append(job_dir, "final", state="CANCELLED", reason="snrun cancel (sweep)")
+        ids += chain_summary(job_dir)["job_ids"]
+    if data.get("array_job_id"):
+        ids.insert(0, int(data["array_job_id"]))
+    for job_id in dict.fromkeys(ids):
+        cancel(job_id)
+    return list(dict.fromkeys(ids))
