@@ -31,8 +31,9 @@ def prepare_after(after: After | str, jobs_root: Path, user_dependency: str | No
 def then(job: int | str | Path | HasJobDir, spec: JobSpec, when: str = "ok") -> Job:
     """Submit ``spec`` to start when ``job``'s chain (a job handle, a job id of any attempt,
     ``ARRAY_TASK``, a sweep's array id, or a job directory) has ended ``when``.
-    ``Job.then(spec, when)`` is ``then(job, spec, when)``. ``spec.jobs_dir`` says where
-    job directories are (the predecessor is looked up there too)."""
+    ``spec.jobs_dir`` says where job directories are (the predecessor is looked up there too).
+    A function, not a ``Job`` method: ``Job`` would import the submission path that returns
+    ``Job`` handles (an import cycle the layer contract refuses)."""
     from slurm_supernode.api.planning import plan
     from slurm_supernode.api.submission import submit
     from slurm_supernode.launch.jobdir import jobs_root

@@ -1,4 +1,4 @@
-"""Dependencies between job chains (``--after``, ``Job.then``): the side effects.
+"""Dependencies between job chains (``--after``, ``api.then``): the side effects.
 
 A Slurm ``afterok`` on a chain's first job id is not enough: when the supervisor resubmits the
 chain under a new id, the old job ends 0 and the dependent would start while the chain still
