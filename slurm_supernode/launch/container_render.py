@@ -45,6 +45,10 @@ class ContainerLaunch:
     dirs: tuple[str, ...] = ()  # directories to create before argv
     mounts: tuple[str, ...] = ()  # the mounts this node gets (for the record)
     started: str = ""  # the file the container creates once it runs (the enter script's first act)
+    # OCI: the bind mounts' destinations in the image's root, made before runc runs (best
+    # effort): containers of several nodes that share one image root (a shared file system, or
+    # a test cluster on one machine) would otherwise race in runc's own mkdir ("file exists")
+    mount_points: tuple[str, ...] = ()
 
 
 def passed_env(
@@ -111,6 +115,31 @@ def apptainer_prefix(spec: ContainerSpec, mounts: list[Mount], vendor: str) -> l
     return [*cmd, spec.image]
 
 
+def oci_image_root(image_config: Mapping[str, Any], spec: ContainerSpec) -> str:
+    """The image's root directory (config.json's ``root.path``, default ``rootfs``)."""
+    root = dict(image_config.get("root") or {})
+    return os.path.normpath(os.path.join(spec.image, root.get("path") or "rootfs"))
+
+
+def oci_mount_points(
+    image_config: Mapping[str, Any],
+    spec: ContainerSpec,
+    mounts: list[Mount],
+    home: str | None,
+    is_dir: Callable[[str], bool] = os.path.isdir,
+) -> tuple[str, ...]:
+    """Where snrun's directory bind mounts land inside the image's root (ContainerLaunch)."""
+    root = oci_image_root(image_config, spec)
+    binds = [*mounts, *([Mount(home, home)] if spec.mount_home and home else [])]
+    return tuple(
+        dict.fromkeys(
+            os.path.join(root, m.dest.lstrip("/"))
+            for m in binds
+            if m.dest != "/" and is_dir(m.source)
+        )
+    )
+
+
 def oci_bundle_config(
     image_config: Mapping[str, Any], spec: ContainerSpec, mounts: list[Mount], home: str | None
 ) -> dict[str, Any]:
@@ -120,7 +149,7 @@ def oci_bundle_config(
     from BUNDLE/rootfs whatever config.json says, and runc refuses a symlinked root."""
     config = copy.deepcopy(dict(image_config))
     root = dict(config.get("root") or {})
-    image_root = os.path.normpath(os.path.join(spec.image, root.get("path") or "rootfs"))
+    image_root = oci_image_root(config, spec)
     readonly = bool(root.get("readonly"))
     config["root"] = {"path": "rootfs", "readonly": False}
     binds = list(mounts)

@@ -257,6 +257,9 @@ def container_launch(
     )
     for folder in plan.dirs:
         Path(folder).mkdir(parents=True, exist_ok=True)
+    for point in plan.mount_points:  # best effort: a read-only image is runc's to judge
+        with contextlib.suppress(OSError):
+            Path(point).mkdir(parents=True, exist_ok=True)
     for path, text in plan.files.items():
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         write_atomic(Path(path), text)

@@ -18,6 +18,7 @@ from slurm_supernode.launch.container_render import (
     inner_argv,
     node_mounts,
     oci_bundle_config,
+    oci_mount_points,
     passed_env,
     pyxis_options,
 )
@@ -62,7 +63,8 @@ def plan_container_launch(
         config = oci_bundle_config(image_config or {}, spec, mounts, home)
         files[f"{base}/config.json"] = json.dumps(config, indent=2) + "\n"
         argv = node_step_command(job_id, hostname, [f"--container={base}"], inner)
-        return ContainerLaunch(argv, True, files, (f"{base}/rootfs",), shown, started)
+        points = oci_mount_points(image_config or {}, spec, mounts, home)
+        return ContainerLaunch(argv, True, files, (f"{base}/rootfs",), shown, started, points)
     argv = [*apptainer_prefix(spec, mounts, vendor), *inner]
     return ContainerLaunch(argv, False, files, (), shown, started)
 

@@ -17,6 +17,7 @@ from slurm_supernode.launch.container import ContainerRequest, ContainerSpec, re
 from slurm_supernode.launch.container_render import (
     enter_script,
     oci_bundle_config,
+    oci_mount_points,
     passed_env,
 )
 from slurm_supernode.launch.directives import apply_directives, parse_directives
@@ -324,6 +325,27 @@ def test_oci_config_drops_the_pid_namespace_and_adds_the_job_mounts(tmp_path: Pa
     assert config["process"]["cwd"] == spec.workdir
     assert config["process"]["env"] == ["PATH=/opt/conda/bin:/usr/bin"]  # the image's stays
     assert image_config["linux"]["namespaces"][0] == {"type": "pid"}  # not modified in place
+
+
+def test_oci_mount_points_are_the_directory_binds_inside_the_image_root(tmp_path: Path) -> None:
+    """Made by the agent before runc: two containers sharing one image root (a shared file
+    system; one machine in the test clusters) raced in runc's mkdir of the same destination."""
+    img = bundle(tmp_path)
+    data = tmp_path / "data"
+    data.mkdir()
+    (tmp_path / "a-file").write_text("x")
+    spec = resolve(
+        "oci", tmp_path, image=str(img), mounts=f"{data}:/mnt:ro,{tmp_path}/a-file:/etc/x",
+        mount_home=True,
+    )  # fmt: skip
+    mounts = [parse_mount(m) for m in spec.mounts]
+    config = json.loads((img / "config.json").read_text())
+    points = oci_mount_points(config, spec, mounts, str(tmp_path))
+    # directories only (a file bind needs a file, runc makes that); home too; all in the image
+    inside = str(img / "rootfs" / str(tmp_path).lstrip("/"))  # the job's folder, and home
+    assert sorted(points) == sorted([str(img / "rootfs" / "mnt"), inside])
+    plan_ = launch_for(dataclasses.replace(spec, mounts=(f"{data}:/mnt",)), tmp_path)
+    assert str(img / "rootfs" / "mnt") in plan_.mount_points
 
 
 def launch_for(spec: ContainerSpec, tmp_path: Path, exists=lambda _p: False):
