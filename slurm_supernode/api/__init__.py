@@ -9,7 +9,7 @@
     job.attempts(); job.logs(rank=0); job.cancel()
     job = api.Job.from_id(1234)        # a handle on a chain submitted earlier (any attempt's id)
     sweep = api.submit_sweep(spec, api.grid(lr=["1e-4", "3e-4"], seed=range(4)))  # a job array
-    api.then(job, spec, "ok")          # starts once job's whole chain ended ok
+    job.then(spec, "ok")               # starts once job's whole chain ended ok (or api.then)
 
 The operations have their own modules: ``from slurm_supernode.api import doctor, health, bench,
 schedules`` (and ``bench_report``). The CLI's verbs are argument parsing plus one call into this

@@ -32,16 +32,13 @@ def then(job: int | str | Path | HasJobDir, spec: JobSpec, when: str = "ok") -> 
     """Submit ``spec`` to start when ``job``'s chain (a job handle, a job id of any attempt,
     ``ARRAY_TASK``, a sweep's array id, or a job directory) has ended ``when``.
     ``spec.jobs_dir`` says where job directories are (the predecessor is looked up there too).
-    A function, not a ``Job`` method: ``Job`` would import the submission path that returns
-    ``Job`` handles (an import cycle the layer contract refuses)."""
-    from slurm_supernode.api.planning import plan
-    from slurm_supernode.api.submission import submit
-    from slurm_supernode.launch.jobdir import jobs_root
+    On a handle, ``job.then(spec, when)`` does the same."""
+    from slurm_supernode.api.job import Job
+    from slurm_supernode.api.submit_plan import submit_dependent
 
     target = str(job.job_dir) if hasattr(job, "job_dir") else str(job)
-    wanted = After(target, when)
-    _prepare(wanted, jobs_root(spec.jobs_dir, spec.site), spec.dependency)  # refused early
-    return submit(plan(spec, need_slurm=True), after=wanted)
+    job_dir, job_id = submit_dependent(target, spec, when)
+    return Job(job_dir, job_id)
 
 
 __all__ = ["HasJobDir", "prepare_after", "then"]

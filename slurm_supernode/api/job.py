@@ -11,20 +11,20 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from slurm_supernode.api.chain_state import ChainState, chain_job_ids, chain_state
 from slurm_supernode.api.logs import STREAMS, LogSelection
-from slurm_supernode.api.watcher import Watcher, shared_watcher
+from slurm_supernode.api.watcher import LEDGER_POLL, Watcher, shared_watcher
 from slurm_supernode.errors import JobError
 from slurm_supernode.runtime import ledger
+
+if TYPE_CHECKING:
+    from slurm_supernode.launch.jobspec import JobSpec
 
 # Slurm says the chain's job ended but the ledger has no final record: wait this long for one
 # (the supervisor writes it just before its job ends) before believing Slurm alone.
 FINAL_RECORD_GRACE = 5.0
-# While waiting, the ledger (a local file) is read at least this often; Slurm on the watcher's
-# schedule.
-LEDGER_POLL = 1.0
 
 
 class WaitTimeout(JobError):
@@ -142,6 +142,14 @@ class Job:
         ranks = () if rank is None else (rank,) if isinstance(rank, int) else tuple(rank)
         selection = LogSelection(attempt, node, ranks, tuple(streams), tail)
         return open_logs(self.job_dir, selection, follow=follow) or iter(())
+
+    def then(self, spec: JobSpec, when: str = "ok") -> Job:
+        """Submit ``spec`` to start once this chain has ended ``when`` (``ok``, ``any`` or
+        ``notok``), its requeues and resubmissions included (runtime/after.py says how)."""
+        from slurm_supernode.api.submit_plan import submit_dependent
+
+        job_dir, job_id = submit_dependent(str(self.job_dir), spec, when)
+        return Job(job_dir, job_id, watcher=self.watcher)
 
     def cancel(self) -> list[int]:
         """End the chain (api/cancel.py); the job ids it cancelled."""

@@ -8,10 +8,11 @@ task is an snrun job chain on whole super nodes (launch/sweep.py); ``Sweep`` is 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from slurm_supernode.launch.after import After
 from slurm_supernode.launch.jobspec import JobSpec
@@ -19,6 +20,10 @@ from slurm_supernode.launch.request import ClusterFacts
 from slurm_supernode.launch.sweep import SweepPlan, plan_sweep
 from slurm_supernode.launch.sweep_grid import Grid, product
 from slurm_supernode.site.model import Site
+
+if TYPE_CHECKING:
+    from slurm_supernode.api.watcher import Watcher
+    from slurm_supernode.runtime.status import JobRecord
 
 
 def grid(**dims: Iterable[object]) -> Grid:
@@ -29,27 +34,73 @@ def grid(**dims: Iterable[object]) -> Grid:
 
 @dataclass(frozen=True)
 class Sweep:
-    """A submitted sweep: its directory and the array's job id."""
+    """A submitted sweep: its directory and the array's job id. Its tasks' records come from
+    ``watcher`` (default: the process's shared one): one Slurm query per poll for the whole
+    sweep, however many tasks, and for every other job the process watches."""
 
     sweep_dir: Path
     array_job_id: int
+    watcher: Watcher | None = field(default=None, compare=False, repr=False)
+
+    def _watcher(self) -> Watcher:
+        from slurm_supernode.api.watcher import shared_watcher
+
+        return self.watcher or shared_watcher()
+
+    def _record(self) -> JobRecord:
+        """The watcher's records, with every task's newest job id watched first (so that the
+        next poll asks for them all at once)."""
+        from slurm_supernode.runtime import ledger
+        from slurm_supernode.runtime.sweep_status import task_dirs
+
+        watcher = self._watcher()
+        ids = [ledger.current_job_id(d) for d in task_dirs(self.sweep_dir)]
+        watcher.watch(i for i in ids if i is not None)
+        return watcher.record
 
     def status(self) -> dict[str, Any]:
         """Every task's state, attempts and causes (``snrun status <sweep> --json``)."""
         from slurm_supernode.runtime.sweep_status import sweep_summary
 
-        return sweep_summary(self.sweep_dir)
+        return sweep_summary(self.sweep_dir, self._record())
 
     def table(self) -> str:
         from slurm_supernode.runtime.sweep_status import format_sweep
 
         return format_sweep(self.status())
 
-    def wait(self, timeout: float | None = None, poll: float = 2.0) -> dict[str, Any]:
-        """Until every task's chain has ended; the status then."""
-        from slurm_supernode.runtime.sweep_status import wait_sweep
+    def wait(
+        self,
+        timeout: float | None = None,
+        progress: Callable[[dict[str, Any]], object] | None = None,
+        *,
+        sleep: Callable[[float], object] = time.sleep,
+    ) -> dict[str, Any]:
+        """Until every task's chain has ended; the status then. The ledgers (local files) are
+        read every second, Slurm on the watcher's schedule (2 s growing to 60 s while nothing
+        changes). ``progress`` is called with each new set of task states."""
+        from slurm_supernode.api.watcher import LEDGER_POLL
+        from slurm_supernode.errors import JobError
+        from slurm_supernode.runtime.sweep_status import all_ended
 
-        return wait_sweep(self.sweep_dir, timeout, poll)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        last: dict[str, int] | None = None
+        while True:
+            summary = self.status()
+            if progress is not None and summary["counts"] != last:
+                progress(summary)
+            last = summary["counts"]
+            if all_ended(summary):
+                return summary
+            if deadline is not None and time.monotonic() >= deadline:
+                raise JobError(
+                    f"sweep did not end within {timeout:g} s ({summary['counts']})",
+                    where=str(self.sweep_dir),
+                )
+            pause = min(LEDGER_POLL, max(0.05, self._watcher().until_next_poll()))
+            if deadline is not None:
+                pause = min(pause, max(0.0, deadline - time.monotonic()))
+            sleep(pause)
 
     def cancel(self) -> list[int]:
         from slurm_supernode.runtime.sweep_status import cancel_sweep

@@ -23,6 +23,10 @@ from dataclasses import dataclass
 
 from slurm_supernode.slurm.jobinfo import JobInfo
 
+# While waiting, a chain's ledger (a local file) is read at least this often; Slurm on the
+# watcher's schedule.
+LEDGER_POLL = 1.0
+
 
 @dataclass(frozen=True)
 class Backoff:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -11,30 +12,36 @@ from typing import Any
 from slurm_supernode.forensics.report import attempt_evidence, evidence_lines
 from slurm_supernode.runtime import ledger
 from slurm_supernode.runtime.torchrun_report import describe, earliest_first
+from slurm_supernode.slurm.jobinfo import JobInfo
+
+JobRecord = Callable[[int], "JobInfo | None"]  # a job id -> Slurm's record of it (None: unknown)
 
 
-def _from_slurm(chain: ledger.Chain) -> dict[str, Any] | None:
+def _from_slurm(chain: ledger.Chain, record: JobRecord | None) -> dict[str, Any] | None:
     """No final record: does Slurm say the chain ended, or waits held, with no supervisor?"""
     from slurm_supernode.errors import SlurmError
     from slurm_supernode.runtime.lost import verdict_without_supervisor
     from slurm_supernode.slurm.job_lookup import job_info
 
+    lookup = record or job_info
     try:
-        return verdict_without_supervisor(chain, job_info(chain.job_ids[-1]))
+        return verdict_without_supervisor(chain, lookup(chain.job_ids[-1]))
     except SlurmError:
         return None  # Slurm not reachable: the ledger's view alone
 
 
-def chain_summary(job_dir: Path) -> dict[str, Any]:
+def chain_summary(job_dir: Path, record: JobRecord | None = None) -> dict[str, Any]:
     """Attempts, job ids and final state of the chain in ``job_dir``; without a final record,
-    Slurm's record of the last job says whether the chain ended with nobody to record it."""
+    Slurm's record of the last job says whether the chain ended with nobody to record it.
+    ``record``: where that record comes from (default: one query for this job; a watcher's
+    ``record`` serves many chains from one query)."""
     chain = ledger.fold(ledger.read(job_dir))
     submitted = job_dir / "job.json"
     if submitted.exists():
         for jid in json.loads(submitted.read_text()).get("job_ids", []):
             if jid not in chain.job_ids:
                 chain.job_ids.insert(0, jid)
-    final = chain.final or (_from_slurm(chain) if chain.job_ids else None)
+    final = chain.final or (_from_slurm(chain, record) if chain.job_ids else None)
     state = final["state"] if final else ("RUNNING" if chain.attempts else "PENDING")
     return {
         "job_dir": str(job_dir),

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from slurm_supernode.launch.sweep import SWEEP_FILE
-from slurm_supernode.runtime.status import chain_summary
+from slurm_supernode.runtime.status import JobRecord, chain_summary
+from slurm_supernode.slurm.jobinfo import JobInfo
 
 ACTIVE = ("RUNNING", "PENDING")  # any other state: the task's chain has ended (or waits held)
 
@@ -20,12 +21,22 @@ def is_sweep(path: Path) -> bool:
     return (path / SWEEP_FILE).is_file()
 
 
-def sweep_summary(sweep_dir: Path) -> dict[str, Any]:
-    """The sweep's tasks, each with its chain's state, attempts and causes."""
+def task_dirs(sweep_dir: Path) -> list[Path]:
+    """Every task's job directory, in task order."""
     data = json.loads((sweep_dir / SWEEP_FILE).read_text())
+    return [Path(task["job_dir"]) for task in data["tasks"]]
+
+
+def sweep_summary(sweep_dir: Path, record: JobRecord | None = None) -> dict[str, Any]:
+    """The sweep's tasks, each with its chain's state, attempts and causes. ``record``: Slurm's
+    record of a task's job (a watcher's, so that one query serves every task; default: one
+    query for the whole sweep)."""
+    data = json.loads((sweep_dir / SWEEP_FILE).read_text())
+    if record is None:
+        record = one_query_records()
     rows = []
     for task in data["tasks"]:
-        chain = chain_summary(Path(task["job_dir"]))
+        chain = chain_summary(Path(task["job_dir"]), record)
         attempts = chain["attempts"]
         causes = [a["cause"] for a in attempts if a.get("cause") and a["cause"] != "success"]
         rows.append(
@@ -118,21 +129,35 @@ def format_sweep(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def wait_sweep(sweep_dir: Path, timeout: float | None = None, poll: float = 2.0) -> dict[str, Any]:
-    """Until every task's chain has ended; the summary then."""
-    from slurm_supernode.errors import JobError
+def one_query_records() -> JobRecord:
+    """Slurm's records for many jobs from one controller query, made on first need (an
+    unreachable controller is asked once). A job the controller no longer lists, or lists as
+    ended, is looked up alone as ``job_info`` does (accounting fills its exit code)."""
+    from slurm_supernode.errors import SlurmError
+    from slurm_supernode.slurm.job_lookup import controller_jobs, job_info
 
-    deadline = None if timeout is None else time.monotonic() + timeout
-    while True:
-        summary = sweep_summary(sweep_dir)
-        if all(r["state"] not in ACTIVE for r in summary["tasks"]):
-            return summary
-        if deadline is not None and time.monotonic() > deadline:
-            raise JobError(
-                f"sweep did not end within {timeout:.0f} s ({summary['counts']})",
-                where=str(sweep_dir),
-            )
-        time.sleep(poll)
+    known: dict[int, JobInfo] = {}
+    failed: list[SlurmError] = []
+    asked: list[bool] = []
+
+    def record(job_id: int) -> JobInfo | None:
+        if not asked:
+            asked.append(True)
+            try:
+                known.update((info.job_id, info) for info in controller_jobs(None))
+            except SlurmError as exc:
+                failed.append(exc)
+        if failed:
+            raise failed[0]
+        info = known.get(job_id)
+        return info if info is not None and not info.ended else job_info(job_id)
+
+    return record
+
+
+def all_ended(summary: dict[str, Any]) -> bool:
+    """Every task's chain has ended (a task that waits held counts as ended)."""
+    return all(r["state"] not in ACTIVE for r in summary["tasks"])
 
 
 def cancel_sweep(sweep_dir: Path) -> list[int]:

@@ -4,17 +4,9 @@ come less often while nothing changes. Slurm is a fake ``scontrol`` on PATH answ
 
 from __future__ import annotations
 
-import copy
 import itertools
-import json
-import stat
-from pathlib import Path
-
-import pytest
 
 from slurm_supernode.api.watcher import Backoff, Watcher
-
-DATA = Path(__file__).resolve().parents[1] / "data" / "slurm"
 
 
 class Clock:
@@ -23,40 +15,6 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
-
-
-@pytest.fixture
-def slurm(tmp_path, monkeypatch):
-    """A fake scontrol whose answer lists the jobs ``set_jobs`` gives; ``calls()`` what it was
-    asked, one line per run."""
-    template = json.loads((DATA / "json_job_pending_24.11.json").read_text())
-    answer, log = tmp_path / "answer.json", tmp_path / "calls"
-    log.write_text("")
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    fake = bindir / "scontrol"
-    fake.write_text(f'#!/bin/bash\necho "$*" >>{log}\ncat {answer}\n')
-    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
-    monkeypatch.setenv("PATH", f"{bindir}:/usr/bin:/bin")
-    monkeypatch.setenv("SNRUN_SLURM_BACKEND", "cli")  # the command line, never pyslurm
-
-    def set_jobs(states: dict[int, str]) -> None:
-        doc = copy.deepcopy(template)
-        entry = doc["jobs"][0]
-        doc["jobs"] = []
-        for job_id, state in states.items():
-            job = copy.deepcopy(entry)
-            job["job_id"], job["job_state"] = job_id, [state]
-            doc["jobs"].append(job)
-        answer.write_text(json.dumps(doc))
-
-    class Slurm:
-        pass
-
-    s = Slurm()
-    s.set_jobs = set_jobs
-    s.calls = lambda: log.read_text().splitlines()
-    return s
 
 
 def test_two_hundred_jobs_cost_one_query_per_poll(slurm):

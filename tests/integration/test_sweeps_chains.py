@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from slurm_supernode.api.chain import then
+from slurm_supernode.api.job import Job
 from slurm_supernode.api.sweep import grid, submit_sweep
 from slurm_supernode.launch.jobspec import JobSpec
 from tests.integration.helpers import (
@@ -127,8 +127,8 @@ def test_dependent_starts_only_after_the_whole_chain_ended_ok(
                     "note.py", jobs=jobs)  # fmt: skip
         dep_id = int(out.stdout.split()[-1])
         dep = (jobs / "by-id" / str(dep_id)).resolve()
-    else:  # the API
-        submitted = then(first, spec, "ok")
+    else:  # the API: the method on a handle found by job id
+        submitted = Job.from_id(first, jobs_dir=jobs).then(spec, "ok")
         dep_id, dep = submitted.job_id, submitted.job_dir
     assert f"Dependency=afterok:{first}" in scontrol_show(str(dep_id))
     wait_for(lambda: progress(pred) >= 3, 180, "progress of the first job")

@@ -194,3 +194,34 @@ def test_then_takes_a_job_handle_and_refuses_a_chain_that_ended_the_wrong_way(tm
         then(Handle(), spec, "ok")
     with pytest.raises(InputError, match="unknown condition 'later'"):
         then(Handle(), spec, "later")
+
+
+def test_job_then_refuses_like_then_and_keeps_the_handles_watcher(tmp_path, monkeypatch):
+    """Job.then(spec, when) is the method form of api.then: the same refusal before anything
+    is planned; a dependent it submits is a Job on the predecessor's watcher."""
+    from slurm_supernode.api import submit_plan as submit_plan_module
+    from slurm_supernode.api.job import Job
+    from slurm_supernode.api.submit_plan import Submitted
+    from slurm_supernode.api.watcher import Watcher
+    from slurm_supernode.launch.jobspec import JobSpec
+
+    pred = chain(tmp_path, "pred", 500)
+    (pred / "plan.json").write_text("{}")
+    watcher = Watcher(query=lambda ids: [], lookup=lambda job_id: None)
+    handle = Job(pred, 500, watcher=watcher)
+    spec = JobSpec(program="eval.py", site="local", jobs_dir=str(tmp_path / "jobs"))
+    with pytest.raises(InputError, match="unknown condition 'later'"):
+        handle.then(spec, "later")
+
+    asked = []
+
+    def fake_submit_plan(job_plan, *, after=None):
+        asked.append(after)
+        return Submitted(tmp_path / "jobs" / "dep", 501)
+
+    monkeypatch.setattr(submit_plan_module, "submit_plan", fake_submit_plan)
+    monkeypatch.setattr(submit_plan_module, "plan", lambda spec, need_slurm: "the plan")
+    dep = handle.then(spec, "any")
+    assert (dep.job_id, dep.job_dir.name) == (501, "dep")
+    assert dep.watcher is watcher and 501 in watcher.watched
+    assert [(a.job, a.when) for a in asked] == [(str(pred), "any")]
