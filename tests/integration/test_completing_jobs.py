@@ -12,6 +12,7 @@ import pytest
 from ClusterShell.NodeSet import NodeSet
 
 from slurm_supernode.slurm import job_lookup, jobinfo, jobs
+from slurm_supernode.slurm.nodes import node_infos
 from tests.integration.helpers import ledger, snrun, submit, wait_final, wait_for
 from tests.integration.test_resubmission import TRAIN, site_with_broken_node
 
@@ -24,6 +25,11 @@ def completing(job_id: int) -> jobinfo.JobInfo | None:
     return info if info is not None and info.state.completing else None
 
 
+def idle(nodes: str) -> bool:
+    """No job on these nodes, none completing there (Slurm's node states say so)."""
+    return all(n.state == "idle" and "completing" not in n.flags for n in node_infos(nodes))
+
+
 def starts(job_dir: Path) -> list[dict]:
     return [r for r in ledger(job_dir) if r["event"] == "attempt_start"]
 
@@ -33,6 +39,9 @@ def test_epilog_on_one_node_keeps_the_job_completing(slurm_cluster, tmp_path: Pa
     runs. Neither the release, nor `wait`, nor the ledger, nor `snrun status` take n2 alone
     for the job's nodes, and the job has ended only once n2's epilog is done."""
     delay = slurm_cluster.conf.parent / "epilog-delay"
+    # The hold applies to every job that ends on HELD: an earlier test's job still ending there
+    # (its epilog, a cancelled chain) would keep the node COMPLETING and this job pending.
+    wait_for(lambda: idle("n[0-3]"), 240, "n[0-3] idle: earlier tests' jobs have ended")
     delay.write_text(f"{HELD} 120\n")
     try:
         job_id, job_dir = submit(

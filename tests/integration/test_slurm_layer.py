@@ -38,8 +38,18 @@ def test_two_node_job_from_scontrol_then_completion_log(tmp_path, slurm_cluster)
     assert (str(logged.state), logged.exit_code, logged.nodelist) == ("COMPLETED", 0, info.nodelist)
 
 
+# srun returns when its tasks have exited, which can be before slurmctld has processed the
+# step's completion (under load: seconds). A batch script that ends first gets its completion
+# record written without the step's code (DerivedExitCode 0:0; the controller's record gets 5
+# a moment later). So the script waits until the controller no longer lists the step.
+STEP_DONE = (
+    'for _ in $(seq 600); do scontrol show step "$SLURM_JOB_ID.0" >/dev/null 2>&1 || break; '
+    "sleep 0.1; done"
+)
+
+
 def test_failing_job_exit_codes(tmp_path):
-    job = run_job(tmp_path, "srun bash -c 'exit 5'\nexit 3")
+    job = run_job(tmp_path, f"srun bash -c 'exit 5'\n{STEP_DONE}\nexit 3")
     info = jobs.wait_for(job, set(), TIMEOUT)
     # The batch shell's code, and the step's (from the completion log where scontrol omits it).
     assert (str(info.state), info.exit_code, info.derived_exit_code) == ("FAILED", 3, 5)
