@@ -30,6 +30,7 @@ _REGISTRY_REF = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@#/:+-]*$")
 _APPTAINER_SCHEMES = ("docker://", "docker-daemon://", "oras://", "library://", "shub://")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _LIST_FIELDS = ("mounts", "optional_mounts", "env", "options")
+OCI_ROOT_PATH_SINCE = (23, 2)  # Slurm OCI keeps config.json's root.path from this release on
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,10 @@ class ContainerSpec:
     name: str | None = None  # pyxis: a named container, reused by every restart of the job
     mount_home: bool | None = None
     options: tuple[str, ...] = ()  # the site's own options of the runtime (--userns, ...)
+    # Slurm OCI before 23.02 (22.05) takes the container's root from BUNDLE/rootfs and ignores
+    # config.json's root.path (measured; no Slurm command tells it, so the running Slurm's
+    # version decides at submit): the bundle then gets a rootfs of its own (container_render)
+    oci_rootfs_in_bundle: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -90,10 +95,12 @@ def resolve_container(
     workdir: str,
     extra_paths: tuple[str, ...] = (),
     available: ContainerRuntimes | None = None,
+    slurm_version: tuple[int, ...] | None = None,
 ) -> ContainerSpec | None:
     """Check the request against the site, the running Slurm and the image; None without a
     request. ``extra_paths``: more host paths the job needs at the same path (the code
-    snapshot); ``available``: the runtimes the running Slurm offers (None: not asked)."""
+    snapshot); ``available``: the runtimes the running Slurm offers (None: not asked);
+    ``slurm_version``: the running Slurm's (None: not asked), for Slurm OCI's root."""
     if request is None:
         return None
     settings = site.containers
@@ -119,6 +126,9 @@ def resolve_container(
         name=request.name,
         mount_home=request.mount_home,
         options=settings.options,
+        oci_rootfs_in_bundle=runtime == "oci"
+        and slurm_version is not None
+        and tuple(slurm_version[:2]) < OCI_ROOT_PATH_SINCE,
     )
 
 

@@ -143,15 +143,30 @@ def oci_mount_points(
 def oci_bundle_config(
     image_config: Mapping[str, Any], spec: ContainerSpec, mounts: list[Mount], home: str | None
 ) -> dict[str, Any]:
-    """The job's config.json for this node from the image's: snrun's bind mounts added, the
-    working directory set, no PID/network/UTS namespace. The bundle's own ``rootfs`` is an
-    empty directory with the image's root bind-mounted over ``/``: Slurm 22.05 takes the root
-    from BUNDLE/rootfs whatever config.json says, and runc refuses a symlinked root."""
+    """The job's config.json for this node from the image's: the image's root, snrun's bind
+    mounts added, the working directory set, no PID/network/UTS namespace.
+
+    The root: ``root.path`` the image's root as an absolute path, which Slurm >= 23.02 keeps
+    (runc >= 1.2 refuses a bind mount over ``/``, every runc a symlinked root). Slurm 22.05
+    takes the root from BUNDLE/rootfs whatever config.json says (``spec.oci_rootfs_in_bundle``):
+    there the bundle's own ``rootfs`` is an empty directory with the image's root bind-mounted
+    over ``/``, which runc 1.1 (Debian 12's, beside 22.05) accepts."""
     config = copy.deepcopy(dict(image_config))
     root = dict(config.get("root") or {})
-    image_root = oci_image_root(config, spec)
-    readonly = bool(root.get("readonly"))
-    config["root"] = {"path": "rootfs", "readonly": False}
+    image_root, readonly = oci_image_root(config, spec), bool(root.get("readonly"))
+    over_root: list[dict[str, Any]] = []
+    if spec.oci_rootfs_in_bundle:
+        config["root"] = {"path": "rootfs", "readonly": False}
+        over_root.append(
+            {
+                "destination": "/",
+                "type": "none",
+                "source": image_root,
+                "options": ["rbind", "ro" if readonly else "rw"],
+            }
+        )
+    else:
+        config["root"] = {"path": image_root, "readonly": readonly}
     binds = list(mounts)
     if spec.mount_home and home:
         binds.append(Mount(home, home))
@@ -164,13 +179,7 @@ def oci_bundle_config(
         }
         for m in binds
     ]
-    over_root = {
-        "destination": "/",
-        "type": "none",
-        "source": image_root,
-        "options": ["rbind", "ro" if readonly else "rw"],
-    }
-    config["mounts"] = [over_root, *list(config.get("mounts") or []), *extra]
+    config["mounts"] = [*over_root, *list(config.get("mounts") or []), *extra]
     config.pop("hostname", None)  # no UTS namespace: the node's own name
     process = dict(config.get("process") or {})
     process["cwd"] = spec.workdir

@@ -159,7 +159,13 @@ def _container(
     extra = (str(snapshot.dest),) if snapshot else ()
     available = facts.container_runtimes if facts else None
     return resolve_container(
-        request, site, job_dir=job_dir, workdir=workdir, extra_paths=extra, available=available
+        request,
+        site,
+        job_dir=job_dir,
+        workdir=workdir,
+        extra_paths=extra,
+        available=available,
+        slurm_version=facts.version if facts else None,
     )
 
 

@@ -64,7 +64,8 @@ def plan_container_launch(
         files[f"{base}/config.json"] = json.dumps(config, indent=2) + "\n"
         argv = node_step_command(job_id, hostname, [f"--container={base}"], inner)
         points = oci_mount_points(image_config or {}, spec, mounts, home)
-        return ContainerLaunch(argv, True, files, (f"{base}/rootfs",), shown, started, points)
+        rootfs = (f"{base}/rootfs",) if spec.oci_rootfs_in_bundle else ()  # 22.05's root
+        return ContainerLaunch(argv, True, files, rootfs, shown, started, points)
     argv = [*apptainer_prefix(spec, mounts, vendor), *inner]
     return ContainerLaunch(argv, False, files, (), shown, started)
 

@@ -24,6 +24,7 @@ import pytest
 
 from slurm_supernode.hostlist import expand
 from slurm_supernode.slurm.container_runtimes import detect_container_runtimes
+from slurm_supernode.slurm.job_lookup import job_info
 from tests.integration.helpers import (
     ROOT,
     attempts,
@@ -41,7 +42,7 @@ IMAGE = Path(os.environ.get("SNRUN_MC_CACHE", "/var/cache/snrun-minicluster"), "
 MARKER = "/etc/snrun-test-image"
 
 RANK_SCRIPT = """\
-import json, os, sys
+import json, os, sys, time
 from datetime import timedelta
 import torch
 import torch.distributed as dist
@@ -51,6 +52,12 @@ rank = dist.get_rank()
 attempt = int(os.environ["SNRUN_ATTEMPT"])
 if "--crash" in sys.argv and attempt == 0 and rank == 1:
     sys.exit(3)
+job_dir = os.environ["SNRUN_JOB_DIR"]
+if attempt == 1:  # the test attaches (py-spy) to the running ranks, then says go
+    open(os.path.join(job_dir, f"ready.r{rank}"), "w").close()
+    deadline = time.monotonic() + 120
+    while not os.path.exists(os.path.join(job_dir, "go")) and time.monotonic() < deadline:
+        time.sleep(0.1)
 t = torch.ones(1) * (rank + 1)
 dist.all_reduce(t)
 out = {
@@ -64,7 +71,7 @@ out = {
     "user_var": os.environ.get("MY_VAR"),
     "pid1": open("/proc/1/cmdline", "rb").read().replace(b"\\0", b" ").decode(),
 }
-path = os.path.join(os.environ["SNRUN_JOB_DIR"], f"rank{rank}.a{attempt}.json")
+path = os.path.join(job_dir, f"rank{rank}.a{attempt}.json")
 with open(path + ".tmp", "w") as fh:
     json.dump(out, fh)
 os.replace(path + ".tmp", path)
@@ -147,12 +154,26 @@ def test_two_node_job_runs_in_the_image_and_a_crash_restarts_in_it(
         "pyxis": image.with_suffix(".sqsh"),
         "apptainer": image.with_suffix(".sif"),
     }[runtime]
-    _job_id, job_dir = submit(
+    job_id, job_dir = submit(
         "--site", str(site), "-N", "2", "--allow-partial", "--nproc-per-node", "2",
         "--container-image", str(image), "--env", "MY_VAR=a b'c",
         "--max-restarts", "1", "-t", "5", str(script), "--crash",
         jobs=jobs,
     )  # fmt: skip
+    ready = [job_dir / f"ready.r{r}" for r in range(4)]
+    try:
+        wait_for(lambda: all(p.exists() for p in ready), 180, "attempt 1 running")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}: {attempts(job_dir)}\n{_logs(job_dir)}") from None
+    try:  # snrun attach beside the containers; py-spy reaches every rank inside them
+        stacks = snrun("attach", str(job_id), "--py-spy", jobs=jobs).stdout
+        assert all(f"== rank {r}" in stacks for r in range(4)), stacks
+        assert "rank.py" in stacks, stacks
+        info = job_info(job_id)
+        node = snrun("attach", str(job_id), "--", "sh", "-c", "echo $SLURMD_NODENAME", jobs=jobs)
+        assert info is not None and node.stdout.split() == [expand(info.nodelist)[0]], node
+    finally:
+        (job_dir / "go").touch()
     final = wait_final(job_dir, timeout=240)
     ends = attempts(job_dir)
     assert final["state"] == "COMPLETED", (final, ends, _logs(job_dir))
@@ -234,7 +255,6 @@ def test_named_container_is_reused_by_the_restart_and_attach_logs_requeue_work(
     into the container's own root (enroot unpacked the image once); while it runs, `snrun
     attach` reaches the node and py-spy the ranks inside the container; a Slurm requeue runs
     the job again in the image; `snrun logs` reads the container ranks' output."""
-    from slurm_supernode.slurm.job_lookup import job_info
     from slurm_supernode.slurm.jobs import requeue
 
     if "pyxis" not in detect_container_runtimes().found:

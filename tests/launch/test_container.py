@@ -314,17 +314,54 @@ def test_oci_config_drops_the_pid_namespace_and_adds_the_job_mounts(tmp_path: Pa
     spec = resolve("oci", tmp_path, image=str(img), mounts="/data:/mnt:ro", mount_home=True)
     mounts = [parse_mount(m) for m in spec.mounts]
     config = oci_bundle_config(image_config, spec, mounts, "/home/u")
-    # the bundle's own empty rootfs, the image's root over / (Slurm 22.05 wants BUNDLE/rootfs)
-    assert config["root"] == {"path": "rootfs", "readonly": False}
-    assert config["mounts"][0]["source"] == str(img / "rootfs")
+    # the image's root by its absolute path, nothing mounted over / (runc >= 1.2 refuses it)
+    assert config["root"] == {"path": str(img / "rootfs"), "readonly": False}
     assert [n["type"] for n in config["linux"]["namespaces"]] == ["mount"]
     dests = [m["destination"] for m in config["mounts"]]
-    assert dests == ["/", "/proc", str(tmp_path), "/mnt", "/home/u"]
-    assert config["mounts"][3]["options"] == ["rbind", "ro"]
+    assert dests == ["/proc", str(tmp_path), "/mnt", "/home/u"]
+    assert config["mounts"][2]["options"] == ["rbind", "ro"]
     assert "hostname" not in config  # no UTS namespace: runc refuses a hostname then
     assert config["process"]["cwd"] == spec.workdir
     assert config["process"]["env"] == ["PATH=/opt/conda/bin:/usr/bin"]  # the image's stays
     assert image_config["linux"]["namespaces"][0] == {"type": "pid"}  # not modified in place
+    image_config["root"] = {"path": str(img / "rootfs"), "readonly": True}  # absolute, read-only
+    assert oci_bundle_config(image_config, spec, mounts, None)["root"] == image_config["root"]
+
+
+@pytest.mark.parametrize(
+    ("runtime", "version", "in_bundle"),
+    [("oci", (22, 5, 8), True), ("oci", (23, 2, 0), False), ("oci", (26, 5, 1), False),
+     ("oci", None, False), ("apptainer", (22, 5, 8), False)],
+)  # fmt: skip
+def test_slurm_before_23_02_gets_the_image_root_inside_the_bundle(
+    tmp_path: Path, runtime: str, version, in_bundle: bool
+) -> None:
+    """Slurm 22.05 takes the root from BUNDLE/rootfs whatever config.json says (measured: an
+    absolute root.path failed with runc's `invalid rootfs: stat BUNDLE/rootfs`): its bundle
+    gets an empty rootfs with the image's root mounted over /; later Slurm the root.path."""
+    img = bundle(tmp_path)
+    spec = resolve_container(
+        ContainerRequest(image=str(img) if runtime == "oci" else "docker://x"),
+        with_runtime(runtime),
+        job_dir=tmp_path / "j",
+        workdir=str(tmp_path),
+        slurm_version=version,
+    )
+    assert spec is not None and spec.oci_rootfs_in_bundle is in_bundle
+    assert ContainerSpec.from_dict(spec.to_dict()) == spec  # kept in plan.json
+    if runtime != "oci":
+        return
+    launch = launch_for(spec, tmp_path)
+    base = f"{tmp_path}/jobs/j1/container/n1.2"
+    config = json.loads(launch.files[f"{base}/config.json"])
+    first = config["mounts"][0]
+    if in_bundle:
+        assert config["root"] == {"path": "rootfs", "readonly": False}
+        assert (first["destination"], first["source"]) == ("/", str(img / "rootfs"))
+        assert launch.dirs[0] == f"{base}/rootfs"
+    else:
+        assert config["root"]["path"] == str(img / "rootfs") and first["destination"] != "/"
+        assert f"{base}/rootfs" not in launch.dirs
 
 
 def test_oci_mount_points_are_the_directory_binds_inside_the_image_root(tmp_path: Path) -> None:
@@ -381,9 +418,10 @@ def test_each_runtime_runs_the_same_inner_command(tmp_path: Path) -> None:
     oci = launch_for(resolve("oci", tmp_path, image=str(bundle(tmp_path))), tmp_path)
     bundle_dir = str(tmp_path / "jobs" / "j1" / "container" / "n1.2")
     assert f"--container={bundle_dir}" in oci.argv and oci.argv[-len(inner) :] == inner
-    over_root = json.loads(oci.files[f"{bundle_dir}/config.json"])["mounts"][0]
-    assert over_root["destination"] == "/" and over_root["source"].endswith("img/rootfs")
-    assert oci.dirs == (f"{bundle_dir}/rootfs",)
+    config = json.loads(oci.files[f"{bundle_dir}/config.json"])
+    assert config["root"]["path"] == str(tmp_path / "img" / "rootfs")
+    assert "/" not in [m["destination"] for m in config["mounts"]]
+    assert oci.dirs == ()  # the bundle is its config.json: no rootfs of its own
     app = launch_for(resolve("apptainer", tmp_path, image="docker://x"), tmp_path)
     assert not app.via_srun
     assert app.argv[:3] == ["apptainer", "exec", "--nv"]
