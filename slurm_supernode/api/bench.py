@@ -43,14 +43,15 @@ class BenchOutcome:
 
 def plan_bench_job(job: BenchJob, *, require_slurm: bool = False) -> JobPlan:
     """The bench job's plan (script, request, job directory); no side effect."""
-    from slurm_supernode.bench.submit import plan_bench
+    from slurm_supernode.bench.submit import bench_container, plan_bench
     from slurm_supernode.launch.facts import gather_facts
     from slurm_supernode.launch.jobdir import jobs_root
     from slurm_supernode.site.loader import load_site
 
     job = dataclasses.replace(job, site_arg=site_argument(job.site_arg))
     site = load_site(job.site_arg)
-    facts = gather_facts(site, required=require_slurm)
+    wants_container = bench_container(site, job).image is not None  # runtimes asked only then
+    facts = gather_facts(site, required=require_slurm, containers=wants_container)
     root = jobs_root(job.jobs_dir, site_jobs_dir=site.paths.jobs_dir)
     return plan_bench(site, job, facts, jobs_root=root)
 

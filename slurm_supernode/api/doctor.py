@@ -73,7 +73,8 @@ def _prepared(
     if in_job is not None:
         job = in_running_job(job, in_job)
     root = jobs_root(jobs_dir, site_jobs_dir=site.paths.jobs_dir)
-    facts = gather_facts(site, required=not dry_run)
+    wants_container = job.container.image is not None  # the runtimes are asked only then
+    facts = gather_facts(site, required=not dry_run, containers=wants_container)
     return site, job, plan_doctor(site, job, facts, jobs_root=root)
 
 

@@ -4,7 +4,8 @@ A schedule's runs are planned from this spec every night (``api.schedules``), so
 registry must say *what* to run in a form that outlives the command line: JSON with
 ``"version": 1`` and the fields of a bench run. The per-run fields (job name, ``--begin``,
 the schedule and working directory) are the schedule's, and the site is the schedule's own
-``site``: neither is stored here.
+``site``: neither is stored here. The ``--container-*`` options are stored as ``container``
+(an object of the given ones) only when some were given: specs without it stay as they were.
 
 Registries written before the spec existed held the ``snrun bench submit`` options as argv
 (``submit_args``). ``spec_from_argv`` reads those written by snrun (flag, value pairs of a
@@ -18,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from slurm_supernode.bench.submit import BenchJob
+from slurm_supernode.launch.container_options import ContainerOptions
 
 SPEC_VERSION = 1
 
@@ -25,7 +27,7 @@ SPEC_VERSION = 1
 _INT_FIELDS = ("count", "nproc_per_node", "iters", "warmup")
 _STR_FIELDS = ("supernodes", "sizes", "collectives", "scopes", "dtype", "backend", "db", "time",
                "partition", "jobs_dir")  # fmt: skip
-STORED_FIELDS = (*_INT_FIELDS, *_STR_FIELDS, "profiles")
+STORED_FIELDS = (*_INT_FIELDS, *_STR_FIELDS, "profiles", "container")
 
 # The options snrun wrote into old registries (cli job_option_argv), to the field each sets.
 _OLD_FLAGS = {
@@ -57,6 +59,10 @@ def spec_to_dict(job: BenchJob) -> dict[str, Any]:
     data: dict[str, Any] = {"version": SPEC_VERSION}
     for name in STORED_FIELDS:
         value = getattr(job, name)
+        if name == "container":
+            if job.container.to_dict():  # the given --container-* options, when there are
+                data[name] = job.container.to_dict()
+            continue
         data[name] = list(value) if name == "profiles" else value
     return data
 
@@ -85,6 +91,13 @@ def spec_from_dict(data: Mapping[str, Any], *, site: str) -> BenchJob:
         if not isinstance(profiles, list) or not all(isinstance(p, str) for p in profiles):
             raise SpecError(f"profiles is {profiles!r}, not a list of names")
         fields["profiles"] = tuple(profiles)
+    if "container" in data:  # absent from specs stored before bench could run in an image
+        if not isinstance(data["container"], Mapping):
+            raise SpecError(f"container is {data['container']!r}, not an object")
+        try:
+            fields["container"] = ContainerOptions.from_dict(data["container"])
+        except ValueError as exc:
+            raise SpecError(str(exc)) from None
     for name in ("collectives", "scopes", "dtype", "iters", "warmup", "backend"):
         if fields.get(name, 0) is None:  # these have defaults, never "unset"
             raise SpecError(f"{name} is null")

@@ -14,7 +14,7 @@ single-allocation strategies: Slurm 24.11 refuses ``--segment`` with a nodelist 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from slurm_supernode.bench.sweep import (
@@ -27,6 +27,7 @@ from slurm_supernode.bench.sweep import (
 from slurm_supernode.errors import InputError
 from slurm_supernode.fsutil import expand_path
 from slurm_supernode.hostlist import HostlistError, expand, fold
+from slurm_supernode.launch.container_options import ContainerOptions
 from slurm_supernode.launch.job import JobPlan, plan_job
 from slurm_supernode.launch.jobspec import JobSpec
 from slurm_supernode.launch.request import ClusterFacts
@@ -62,6 +63,8 @@ class BenchJob:
     site_arg: str | None = None  # how a successor finds the site (name or path)
     workdir: str | None = None
     jobs_dir: str | None = None  # where the job directory goes (default: the site's)
+    # --container-*: the bench in an image (default: the site's bench.container_image)
+    container: ContainerOptions = field(default_factory=ContainerOptions)
 
 
 def choose_supernodes(site: Site, job: BenchJob) -> tuple[SuperNode, ...]:
@@ -109,6 +112,12 @@ def bench_run_argv(site: Site, job: BenchJob, db: str) -> list[str]:
     ]  # fmt: skip
 
 
+def bench_container(site: Site, job: BenchJob) -> ContainerOptions:
+    """The bench's container options: the job's, with the site's ``bench.container_image``
+    where the job names no image (the nightly bench measures the stack users train with)."""
+    return job.container.or_image(site.bench.container_image)
+
+
 def results_db(site: Site, job: BenchJob) -> str:
     """``--db``, else the site's results database, as an absolute path (jobs see the same)."""
     return str(expand_path(job.db or site.paths.results_db).absolute())
@@ -150,5 +159,6 @@ def plan_bench(
         sbatch_args=tuple(sbatch_args),
         # One allocation (block/switches strategy) is pinned to the named super nodes.
         pinned_nodes=fold([h for sn in chosen for h in sn.hostnames]) if job.supernodes else None,
+        **bench_container(site, job).jobspec_fields(),
     )
     return plan_job(spec, sub_site, facts, jobs_root=jobs_root, stamp=stamp, token=token)

@@ -19,6 +19,7 @@ from slurm_supernode.cli.options import (
     positive,
     refuse_if,
 )
+from slurm_supernode.cli.submit import CONTAINER_OPTIONS, add_container_arguments, container_options
 
 # (dest, flag) of every bench job option: settings of the schedule --nightly installs.
 _JOB_OPTIONS = (
@@ -37,6 +38,7 @@ _JOB_OPTIONS = (
     ("partition", "--partition"),
     ("profile", "--env-profile"),
     ("jobs_dir", "--jobs-dir"),
+    *CONTAINER_OPTIONS,
 )
 
 
@@ -54,6 +56,7 @@ def add_job_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--warmup", type=non_negative, default=5, help="untimed operations first (5)")
     p.add_argument("--backend", choices=BACKENDS, default="auto")
     add_service_job_arguments(p, "bench", None)
+    add_container_arguments(p, "the bench in the image; default: the site's bench.container_image")
 
 
 def add_schedule_arguments(p: argparse.ArgumentParser) -> None:
@@ -97,6 +100,7 @@ def bench_job(ns: argparse.Namespace) -> BenchJob:
         profiles=tuple(ns.profile),
         site_arg=ns.site,
         jobs_dir=ns.jobs_dir,
+        container=container_options(ns),
     )
 
 

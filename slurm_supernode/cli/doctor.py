@@ -16,6 +16,7 @@ import sys
 
 from slurm_supernode.bench.model import BACKENDS
 from slurm_supernode.cli.options import add_service_job_arguments, refuse_if
+from slurm_supernode.cli.submit import CONTAINER_OPTIONS, add_container_arguments, container_options
 from slurm_supernode.errors import InputError
 
 
@@ -57,6 +58,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--iters", type=_positive, help="timed all-reduces per size")
     p.add_argument("--checkpoint-dir", help="also test this directory (site doctor.checkpoint_dir)")
     add_service_job_arguments(p, "doctor", "00:30:00")
+    add_container_arguments(p, "the doctor's checks run in the image")
     p.add_argument("--timeout", type=float, default=3600, help="seconds to wait for the job")
     p.add_argument("--html", metavar="OUT", help="HTML page (default: doctor.html in the job dir)")
     p.add_argument("--dry-run", action="store_true", help="print the job script; submit nothing")
@@ -78,6 +80,7 @@ _JOB_OPTIONS = (
     ("jobs_dir", "--jobs-dir"),
     ("timeout", "--timeout"),
     ("dry_run", "--dry-run"),
+    *CONTAINER_OPTIONS,
 )
 
 
@@ -158,6 +161,7 @@ def _doctor_job(ns: argparse.Namespace):
         partition=ns.partition,
         profiles=tuple(ns.profile),
         site_arg=ns.site,
+        container=container_options(ns),
     )
 
 

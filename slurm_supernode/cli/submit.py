@@ -18,6 +18,7 @@ from slurm_supernode.launch.jobspec import JobSpec, parse_env_items
 
 if TYPE_CHECKING:
     from slurm_supernode.api.planning import JobPlan
+    from slurm_supernode.launch.container_options import ContainerOptions
     from slurm_supernode.launch.sweep_grid import Grid
 
 
@@ -163,9 +164,11 @@ def add_sweep_arguments(g: argparse._ArgumentGroup) -> None:
     )
 
 
-def add_container_arguments(p: argparse.ArgumentParser) -> None:
+def add_container_arguments(
+    p: argparse.ArgumentParser, what: str = "torchrun and the ranks run in the image"
+) -> None:
     """pyxis' option names, for every runtime the site has (docs/containers.md)."""
-    c = p.add_argument_group("containers (torchrun and the ranks run in the image)")
+    c = p.add_argument_group(f"containers ({what})")
     c.add_argument(
         "--container-image",
         metavar="IMAGE",
@@ -195,6 +198,31 @@ def add_container_arguments(p: argparse.ArgumentParser) -> None:
         action=argparse.BooleanOptionalAction,
         default=None,
         help="mount the home directory (default: the runtime's)",
+    )
+
+
+# (dest, flag) of the container options, for the actions that cannot honour them
+CONTAINER_OPTIONS = (
+    ("container_image", "--container-image"),
+    ("container_mounts", "--container-mounts"),
+    ("container_workdir", "--container-workdir"),
+    ("container_env", "--container-env"),
+    ("container_name", "--container-name"),
+    ("container_mount_home", "--[no-]container-mount-home"),
+)
+
+
+def container_options(ns: argparse.Namespace) -> ContainerOptions:
+    """The parsed ``--container-*`` options (repeatable ones joined with ``,``)."""
+    from slurm_supernode.launch.container_options import ContainerOptions
+
+    return ContainerOptions(
+        image=ns.container_image,
+        mounts=",".join(ns.container_mounts) if ns.container_mounts else None,
+        workdir=ns.container_workdir,
+        env=",".join(ns.container_env) if ns.container_env else None,
+        name=ns.container_name,
+        mount_home=ns.container_mount_home,
     )
 
 

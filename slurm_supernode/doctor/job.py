@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ from slurm_supernode.bench.submit import TEMPLATE, BenchJob, choose_supernodes
 from slurm_supernode.errors import InputError
 from slurm_supernode.fsutil import expand_path
 from slurm_supernode.hostlist import fold
+from slurm_supernode.launch.container_options import ContainerOptions
 from slurm_supernode.launch.job import JobPlan, plan_job
 from slurm_supernode.launch.jobspec import JobSpec
 from slurm_supernode.launch.request import ClusterFacts
@@ -45,6 +46,8 @@ class DoctorJob:
     profiles: tuple[str, ...] = ()
     site_arg: str | None = None
     workdir: str | None = None
+    # --container-*: the checks in an image
+    container: ContainerOptions = field(default_factory=ContainerOptions)
 
 
 def results_db(site: Site, job: DoctorJob) -> str:
@@ -107,6 +110,7 @@ def plan_doctor(
         workdir=job.workdir,
         sbatch_args=tuple(sbatch_args),
         **size,
+        **job.container.jobspec_fields(),
     )
     if job.supernodes:
         # one allocation (block/switches) is pinned to the named super nodes, spares left out

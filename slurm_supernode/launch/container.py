@@ -29,8 +29,9 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _REGISTRY_REF = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@#/:+-]*$")
 _APPTAINER_SCHEMES = ("docker://", "docker-daemon://", "oras://", "library://", "shub://")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-_LIST_FIELDS = ("mounts", "optional_mounts", "env", "options")
+_LIST_FIELDS = ("mounts", "optional_mounts", "env", "options", "pythonpath")
 OCI_ROOT_PATH_SINCE = (23, 2)  # Slurm OCI keeps config.json's root.path from this release on
+SNRUN_LIB = "snrun-lib"  # in the job directory: where snrun's package is mounted inside
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,8 @@ class ContainerSpec:
     name: str | None = None  # pyxis: a named container, reused by every restart of the job
     mount_home: bool | None = None
     options: tuple[str, ...] = ()  # the site's own options of the runtime (--userns, ...)
+    # directories inside put first on PYTHONPATH (snrun's own package, for bench and doctor)
+    pythonpath: tuple[str, ...] = ()
     # Slurm OCI before 23.02 (22.05) takes the container's root from BUNDLE/rootfs and ignores
     # config.json's root.path (measured; no Slurm command tells it, so the running Slurm's
     # version decides at submit): the bundle then gets a rootfs of its own (container_render)
@@ -95,11 +98,15 @@ def resolve_container(
     workdir: str,
     extra_paths: tuple[str, ...] = (),
     available: ContainerRuntimes | None = None,
+    snrun_package: str | None = None,
     slurm_version: tuple[int, ...] | None = None,
 ) -> ContainerSpec | None:
     """Check the request against the site, the running Slurm and the image; None without a
     request. ``extra_paths``: more host paths the job needs at the same path (the code
     snapshot); ``available``: the runtimes the running Slurm offers (None: not asked);
+    ``snrun_package``: snrun's package directory, mounted read-only into the job directory
+    and put first on PYTHONPATH (the image's python then runs snrun's in-job part; only the
+    package, not the site-packages around it, whose torch would hide the image's);
     ``slurm_version``: the running Slurm's (None: not asked), for Slurm OCI's root."""
     if request is None:
         return None
@@ -113,7 +120,12 @@ def resolve_container(
     if request.workdir is None:
         same.append(workdir)
     auto = [f"{p}:{p}" for p in _outermost(same)]
-    mounts = _unique([*auto, *settings.mounts, *user_mounts])
+    own: list[str] = []
+    pythonpath: tuple[str, ...] = ()
+    if snrun_package:
+        lib = job_dir / SNRUN_LIB
+        own, pythonpath = [f"{snrun_package}:{lib / 'slurm_supernode'}:ro"], (str(lib),)
+    mounts = _unique([*auto, *own, *settings.mounts, *user_mounts])
     vendor = VENDOR_MOUNTS.get(site.vendor, ()) if settings.vendor_mounts else ()
     return ContainerSpec(
         runtime=runtime,
@@ -126,6 +138,7 @@ def resolve_container(
         name=request.name,
         mount_home=request.mount_home,
         options=settings.options,
+        pythonpath=pythonpath,
         oci_rootfs_in_bundle=runtime == "oci"
         and slurm_version is not None
         and tuple(slurm_version[:2]) < OCI_ROOT_PATH_SINCE,

@@ -37,6 +37,8 @@ from slurm_supernode.launch.snapshot import (
 from slurm_supernode.launch.syntax import check_job_values
 from slurm_supernode.site.model import Site
 
+SNRUN_MODULE = "slurm_supernode"  # ``-m slurm_supernode``: snrun's own in-job part
+
 if TYPE_CHECKING:
     from slurm_supernode.launch.container import ContainerSpec
     from slurm_supernode.placement.model import RankMap
@@ -158,6 +160,8 @@ def _container(
 
     extra = (str(snapshot.dest),) if snapshot else ()
     available = facts.container_runtimes if facts else None
+    # snrun's own in-job part (bench, doctor) runs in the image: its package goes in too
+    own = spec.module and spec.program == SNRUN_MODULE
     return resolve_container(
         request,
         site,
@@ -165,6 +169,7 @@ def _container(
         workdir=workdir,
         extra_paths=extra,
         available=available,
+        snrun_package=str(Path(__file__).resolve().parent.parent) if own else None,
         slurm_version=facts.version if facts else None,
     )
 

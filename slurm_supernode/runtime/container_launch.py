@@ -53,21 +53,30 @@ def plan_container_launch(
     base = job_dir / CONTAINER_DIR / f"{hostname}.{attempt}"
     enter, started = f"{base}.enter.sh", f"{base}.started"
     passed = passed_env(env, base_env, [*spec.env, *names])
+    if spec.pythonpath:
+        passed["PYTHONPATH"] = os.pathsep.join([*spec.pythonpath, *_given(passed, "PYTHONPATH")])
     files = {enter: enter_script(passed, spec.workdir, started)}
+    # mount points inside the job directory are made there first: not every runtime makes
+    # one inside another bind mount
+    inside = tuple(m.dest for m in mounts if m.dest.startswith(f"{job_dir}/"))
     inner = inner_argv(enter, spec.python, list(torchrun_argv[1:]))
     shown = tuple(m.spec() for m in mounts)
     if spec.runtime == "pyxis":
         argv = node_step_command(job_id, hostname, pyxis_options(spec, mounts), inner)
-        return ContainerLaunch(argv, True, files, (), shown, started)
+        return ContainerLaunch(argv, True, files, inside, shown, started)
     if spec.runtime == "oci":
         config = oci_bundle_config(image_config or {}, spec, mounts, home)
         files[f"{base}/config.json"] = json.dumps(config, indent=2) + "\n"
         argv = node_step_command(job_id, hostname, [f"--container={base}"], inner)
         points = oci_mount_points(image_config or {}, spec, mounts, home)
         rootfs = (f"{base}/rootfs",) if spec.oci_rootfs_in_bundle else ()  # 22.05's root
-        return ContainerLaunch(argv, True, files, rootfs, shown, started, points)
+        return ContainerLaunch(argv, True, files, (*rootfs, *inside), shown, started, points)
     argv = [*apptainer_prefix(spec, mounts, vendor), *inner]
-    return ContainerLaunch(argv, False, files, (), shown, started)
+    return ContainerLaunch(argv, False, files, inside, shown, started)
+
+
+def _given(env: Mapping[str, str], name: str) -> list[str]:
+    return [p for p in env.get(name, "").split(os.pathsep) if p]
 
 
 def read_image_config(spec: ContainerSpec) -> dict[str, Any] | None:

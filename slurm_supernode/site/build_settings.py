@@ -38,7 +38,7 @@ SLURM_KEYS = (
 LINK_KEYS = ("bandwidth_GBps", "latency_us", "kind")
 # Renamed: the value was always GB/s (gigabytes per second) while the name said gigabits.
 OLD_LINK_KEYS = {"bandwidth_gbps": "bandwidth_GBps"}
-BENCH_KEYS = ("regression_pct", "baseline_runs", "sizes", "min_busbw_gbps")
+BENCH_KEYS = ("regression_pct", "baseline_runs", "sizes", "min_busbw_gbps", "container_image")
 PATH_KEYS = ("jobs_dir", "results_db", "state_dir")
 DOCTOR_NUMBERS = ("bandwidth_warn", "bandwidth_fail", "slow_pct", "min_tflops", "min_write_mbps",
                   "min_read_mbps", "min_free_gb")  # fmt: skip
@@ -250,6 +250,10 @@ class SettingsBuilder(NodeReader):
                 if v is not None:
                     floors.append((scope, v))
             kw["min_busbw_gbps"] = tuple(floors)
+        if "container_image" in m:
+            image = self.text(m["container_image"][1], "bench.container_image")
+            if image is not None:
+                kw["container_image"] = image
         return BenchSettings(**kw)
 
     def _restarts(self, node: yaml.Node) -> tuple[tuple[str, int], ...]:

@@ -155,6 +155,9 @@ class BenchSettings:
     baseline_runs: int = DEFAULT_BASELINE_RUNS  # rolling baseline: median of the last N good runs
     sizes: tuple[int, ...] = ()  # message sizes in bytes; empty: the bench default sweep
     min_busbw_gbps: tuple[tuple[str, float], ...] = ()  # (scope, floor) pairs
+    # the image every bench job runs in unless it names one ("": on the host); read by the
+    # runtime of containers: (docs/containers.md)
+    container_image: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,7 +33,7 @@ class FakeSlurm:
         self.scrontab = ""
         self.next_id = 100
         self.fail_submit: Exception | None = None
-        monkeypatch.setattr(facts, "gather_facts", lambda site, required: None)
+        monkeypatch.setattr(facts, "gather_facts", lambda site, required, containers=False: None)
         monkeypatch.setattr(job, "submit_job", self.submit)
         monkeypatch.setattr(job_lookup, "jobs_named", self.jobs_named)
         monkeypatch.setattr(jobs, "cancel", self.cancelled.append)

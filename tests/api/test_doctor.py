@@ -42,7 +42,7 @@ def fake_job(monkeypatch):
         state.waited.append((job_id, timeout))
         return SimpleNamespace(state=JobState.from_text("COMPLETED"), exit_code=0)
 
-    monkeypatch.setattr(cluster_facts, "gather_facts", lambda site, required: None)
+    monkeypatch.setattr(cluster_facts, "gather_facts", lambda site, required, **_kw: None)
     monkeypatch.setattr(job, "submit_job", submit)
     monkeypatch.setattr(jobs, "wait_for", wait_for)
     monkeypatch.setattr(

@@ -302,3 +302,49 @@ def test_named_container_is_reused_by_the_restart_and_attach_logs_requeue_work(
     assert "[rank 1] rank 1 attempt 2 named=True" in log and "attempt 1" not in log, log
     log = snrun("logs", str(job_id), "--rank", "1", "--attempt", "1", jobs=jobs).stdout
     assert "[rank 1] rank 1 attempt 1 named=True" in log, log
+
+
+IN_IMAGE_PYTHON = """\
+#!/bin/sh
+# the site's python inside the image: refuses to run anywhere else, marks each node it ran on
+[ -e /etc/snrun-test-image ] || {{ echo "snrun test: not in the image" >&2; exit 97; }}
+: > "$SNRUN_JOB_DIR/in-image.$SNRUN_NODE_RANK"
+exec {python} "$@"
+"""
+
+
+def test_bench_runs_in_the_sites_bench_image(slurm_cluster, image: Path, tmp_path: Path) -> None:
+    """The site's bench.container_image: `snrun bench submit` measures in the image (torchrun
+    through a python that exists only there), with snrun's own package mounted in (the
+    image's python has no snrun); --container-mounts from the command line are added; the run
+    is stored like a bare-metal one."""
+    from slurm_supernode.bench.store import open_store
+
+    if "oci" not in detect_container_runtimes().found:
+        pytest.skip(f"the test session boots Slurm {slurm_cluster.slurm} without Slurm OCI")
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    python = tools / "py"
+    python.write_text(IN_IMAGE_PYTHON.format(python=Path(sys.executable).resolve()))
+    python.chmod(0o755)
+    site = container_site(tmp_path, "oci")
+    host_python = f"python: {Path(sys.executable).resolve()}"
+    inside = "/opt/snrun-test-tools"  # --container-mounts puts it there: the site's python
+    text = site.read_text().replace(host_python, f"python: {inside}/py")
+    db = tmp_path / "r.sqlite"
+    text = text.replace("results_db: ~/.snrun/bench.sqlite", f"results_db: {db}")
+    site.write_text(text.replace("bench:\n", f"bench:\n  container_image: {image}\n", 1))
+    assert f"container_image: {image}" in site.read_text()
+    jobs = tmp_path / "jobs"
+    proc = snrun("bench", "submit", "--site", str(site), "--jobs-dir", str(jobs), "-S", "1",
+                 "--nproc-per-node", "1", "--backend", "gloo", "--sizes", "1K",
+                 "--collectives", "all_reduce", "--scopes", "world", "--iters", "2",
+                 "--warmup", "0", "--container-mounts", f"{tools}:{inside}:ro",
+                 "--parsable", "--wait", jobs=jobs, check=False)  # fmt: skip
+    (job_dir,) = jobs.glob("snrun-bench*")
+    assert proc.returncode == 0, proc.stdout + proc.stderr + _logs(job_dir)
+    with open_store(db) as store:
+        (run,) = store.runs()
+    marks = sorted(p.name for p in job_dir.glob("in-image.*"))
+    assert marks == [f"in-image.{n}" for n in range(run.nodes)], (marks, _logs(job_dir))
+    assert run.job_id == proc.stdout.split()[0] and run.world_size == run.nodes

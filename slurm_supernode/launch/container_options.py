@@ -1,0 +1,52 @@
+"""The ``--container-*`` options of the jobs snrun submits for itself (bench, doctor): the same
+names as ``snrun`` takes, kept as given (strings) until ``launch.job.plan_job`` checks them
+against the site and the running Slurm. Pure; a schedule stores them (``to_dict``)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+_TEXT = ("image", "mounts", "workdir", "env", "name")
+
+
+@dataclass(frozen=True)
+class ContainerOptions:
+    """``--container-image`` and its companions; all None: on the host (unless the site says
+    otherwise for the job, e.g. ``bench.container_image``)."""
+
+    image: str | None = None
+    mounts: str | None = None  # SRC[:DST[:ro]],...
+    workdir: str | None = None
+    env: str | None = None  # NAME,...
+    name: str | None = None
+    mount_home: bool | None = None
+
+    def or_image(self, image: str) -> ContainerOptions:
+        """These options with ``image`` where none was given ("": none to add)."""
+        if self.image is not None or not image:
+            return self
+        return dataclasses.replace(self, image=image)
+
+    def jobspec_fields(self) -> dict[str, Any]:
+        """As ``JobSpec``'s ``container_*`` fields (JobSpec refuses options without an image)."""
+        return {f"container_{k}": v for k, v in dataclasses.asdict(self).items()}
+
+    def to_dict(self) -> dict[str, Any]:
+        """The given options only (a stored schedule keeps them)."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ContainerOptions:
+        """The inverse of ``to_dict``; ValueError on an unknown key or a wrong type."""
+        unknown = sorted(set(data) - {*_TEXT, "mount_home"})
+        if unknown:
+            raise ValueError(f"unknown container option(s) {', '.join(unknown)}")
+        for key in _TEXT:
+            if data.get(key) is not None and not isinstance(data[key], str):
+                raise ValueError(f"container {key} is {data[key]!r}, not text")
+        if data.get("mount_home") is not None and not isinstance(data["mount_home"], bool):
+            raise ValueError(f"container mount_home is {data['mount_home']!r}, not true/false")
+        return cls(**dict(data))
