@@ -9,13 +9,17 @@
 # BENCH_CLUSTER_ONLY=1 skips the benchmarks that need no cluster; BENCH_PARTS (default
 # "submit restart failfast containers queries") picks the cluster benchmarks. Every part prints
 # the machine and its load average beside its figures (docs/benchmarks.md quotes them).
+# BENCH_PARTS may also name "boot": `minicluster up`/`down` times of each version before its other
+# parts (skipped for a cluster already up; bench_boot.py), "boot-scale" (not by default: the
+# rack-scale shape of make test-scale, 144 slurmd, ~1 min per version), and "build" (not by default, ~5-15
+# min each): the roots and Slurm 25.11 built from nothing into a scratch cache (bench_build.sh).
 # BENCH_CONTAINERS (default oci,pyxis,apptainer; empty: none) are the container runtimes the
 # clusters boot with (minicluster up --containers; Apptainer only on the namespaced roots) for
 # bench_containers.py.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MC=contrib/minicluster/minicluster
-PARTS=" ${BENCH_PARTS:-submit restart failfast containers queries} "
+PARTS=" ${BENCH_PARTS:-boot submit restart failfast containers queries} "
 stamp() { echo "# $(date -u '+%F %T UTC') on $(hostname), $(nproc) CPUs, $(uptime | sed 's/.*\(load average\)/\1/')"; }
 if [ "${BENCH_CLUSTER_ONLY:-0}" != 1 ]; then
   stamp
@@ -23,11 +27,26 @@ if [ "${BENCH_CLUSTER_ONLY:-0}" != 1 ]; then
   echo; echo "== plan: rank map for 10k and 100k GPUs";    python3 bench/bench_plan.py
   echo; echo "== launch: dry run";                          python3 bench/bench_launch.py --runs 10 --dry-only
 fi
+if [[ $PARTS == *" build "* ]]; then
+  echo; echo "== the test clusters' one-off builds, from nothing"
+  stamp
+  bash bench/bench_build.sh
+fi
 for v in ${BENCH_SLURM-host 24.11 25.11 26.05}; do  # BENCH_SLURM="": none
   topo=tree
   [ "$v" != host ] && [ "$v" != 22.05 ] && topo=block
   extra=()
   case $v in 25.11 | 26.05) extra=(--expedited-requeue) ;; esac  # Slurm >= 25.11 only
+  if [[ $PARTS == *" boot "* ]]; then
+    echo; echo "== Slurm $v ($topo): minicluster up / down from built roots"
+    stamp
+    python3 bench/bench_boot.py --slurm "$v" --repeat 3
+  fi
+  if [[ $PARTS == *" boot-scale "* ]]; then
+    echo; echo "== Slurm $v ($topo): minicluster up / down, rack scale (8 x 18 trays)"
+    stamp
+    python3 bench/bench_boot.py --slurm "$v" --repeat 2 --scale
+  fi
   booted=0
   bash "$MC" status --slurm "$v" >/dev/null 2>&1 || booted=1
   # container runtimes (bench_containers.py): the host's Slurm has no Apptainer, 25.11 none
