@@ -15,14 +15,14 @@ fi
 need=""
 # runc: Slurm's OCI container support on the test cluster (minicluster up --containers); the
 # rest builds and runs pyxis + enroot from ../shared/vendor (contrib/minicluster/build-pyxis).
-for c in slurmctld munged sbatch lua5.1 debootstrap ip nsenter pgrep runc mksquashfs squashfuse \
+for c in slurmctld munged sbatch lua5.1 lua5.3 debootstrap ip nsenter pgrep runc mksquashfs squashfuse \
   makeself jq; do
   command -v "$c" >/dev/null || need=1
 done
 if [ -n "$need" ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  apt-get install -y -qq --no-install-recommends slurm-wlm munge lua5.1 debootstrap iproute2 \
+  apt-get install -y -qq --no-install-recommends slurm-wlm munge lua5.1 lua5.3 debootstrap iproute2 \
     util-linux procps runc squashfs-tools squashfuse fuse3 libslurm-dev makeself libbsd-dev jq \
     parallel pigz >/dev/null
 fi

@@ -31,6 +31,13 @@ local function is_set(value, no_val)
    return value ~= nil and value > 0 and value < no_val
 end
 
+-- A count from job_desc as a whole number. job_submit/lua pushes every number with
+-- lua_pushnumber: under Lua 5.3+ (what a Slurm built from source may link) that is a float,
+-- which prints as "3.0"; math.floor gives an integer there (and changes nothing in Lua 5.1).
+local function whole(value)
+   return math.floor(value)
+end
+
 local function words(s, sep)
    local out = {}
    for w in string.gmatch(s or "", "[^" .. sep .. "]+") do
@@ -88,7 +95,8 @@ end
 -- Nodes the job asks for, and how we know (for the message).
 local function wanted_nodes(job_desc, part)
    if is_set(job_desc.min_nodes, NO_VAL) then
-      return job_desc.min_nodes, "-N " .. job_desc.min_nodes
+      local n = whole(job_desc.min_nodes)
+      return n, "-N " .. n
    end
    local gpus = gpus_per_job(job_desc.tres_per_job)
    if gpus ~= nil and part.devices > 0 then
@@ -97,6 +105,7 @@ local function wanted_nodes(job_desc, part)
    end
    local tasks, per_node = job_desc.num_tasks, job_desc.ntasks_per_node
    if is_set(tasks, NO_VAL) and is_set(per_node, NO_VAL16) then
+      tasks, per_node = whole(tasks), whole(per_node)
       local n = math.ceil(tasks / per_node)
       return n, string.format("-n %d --ntasks-per-node=%d (%d nodes)", tasks, per_node, n)
    end
@@ -364,10 +373,10 @@ end
 -- nodes (the constraint or segment set at submit stays as it is, so nothing is re-planned);
 -- otherwise the update is refused with the count to use. Partition moves are not re-checked.
 function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)
-   local n = job_desc.min_nodes
-   if not is_set(n, NO_VAL) then
+   if not is_set(job_desc.min_nodes, NO_VAL) then
       return slurm.SUCCESS
    end
+   local n = whole(job_desc.min_nodes)
    local pspec = job_desc.partition
    if pspec == nil or pspec == "" then
       pspec = job_rec.partition

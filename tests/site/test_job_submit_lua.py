@@ -1,9 +1,9 @@
 """The job-submit-lua exporter: golden copies, Lua syntax, and the plugin's decisions run in a
-real Lua 5.1 interpreter against a stand-in for slurmctld's ``slurm`` table (the same calls
-job_submit_lua.c makes: ``slurm_job_submit(job_desc, part_list, uid)`` with plain tables).
+real Lua 5.1 and 5.3 interpreter against a stand-in for slurmctld's ``slurm`` table (the same
+calls job_submit_lua.c makes: ``slurm_job_submit(job_desc, part_list, uid)`` with plain tables).
 
-Golden files change only on purpose: ``SNRUN_UPDATE_GOLDEN=1 python3 -m pytest
-tests/site/test_job_submit_lua.py`` and review the diff."""
+Golden files change only on purpose: ``SNRUN_REGEN_GOLDEN=1 python3 -m pytest
+tests/site/test_export.py`` and review the diff."""
 
 from __future__ import annotations
 
@@ -22,9 +22,27 @@ from slurm_supernode.site.loader import load_site
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = Path(__file__).parent / "golden"
-LUA = shutil.which("lua5.1")
 LUAC = shutil.which("luac5.1")
-needs_lua = pytest.mark.skipif(LUA is None, reason="lua5.1 not installed (apt-get install lua5.1)")
+# job_submit/lua pushes every number with lua_pushnumber: a float under Lua 5.3+ (3.0, printed
+# "3.0"), an integer-valued double under 5.1. Debian's Slurm (22.05, 24.11, 26.05) links Lua
+# 5.1; Slurm 25.11 built from source here links Lua 5.3. The plugin's decisions run under both.
+LUAS = {"5.1": shutil.which("lua5.1"), "5.3": shutil.which("lua5.3")}
+LUA: str | None = None  # the interpreter of the running test (the `lua` fixture sets it)
+FLOATS = False  # numbers handed to the plugin as Lua 5.3 floats
+
+
+@pytest.fixture(params=sorted(LUAS))
+def lua(request, monkeypatch) -> str:
+    """Run the test under Lua 5.1 and Lua 5.3 (numbers as floats, as slurmctld pushes them)."""
+    path = LUAS[request.param]
+    if path is None:
+        pytest.skip(f"lua{request.param} not installed (apt-get install lua{request.param})")
+    monkeypatch.setattr(sys.modules[__name__], "LUA", path)
+    monkeypatch.setattr(sys.modules[__name__], "FLOATS", request.param != "5.1")
+    return request.param
+
+
+needs_lua = pytest.mark.usefixtures("lua")
 
 NO_VAL, NO_VAL16, INVALID_NODE_COUNT = 4294967294, 65534, 2006
 
@@ -48,13 +66,18 @@ print(table.concat(out, "\\n"))
 """
 
 
-def lua_value(v) -> str:
+def lua_value(v, floats: bool = False) -> str:
+    """A Lua literal; floats=True writes numbers as floats (3.0), as lua_pushnumber gives them
+    under Lua 5.3+."""
     if v is None:
         return "nil"
     if isinstance(v, str):
         return lua_str(v)
     if isinstance(v, dict):
-        return "{" + ", ".join(f"[{lua_str(k)}] = {lua_value(x)}" for k, x in v.items()) + "}"
+        items = (f"[{lua_str(k)}] = {lua_value(x, floats)}" for k, x in v.items())
+        return "{" + ", ".join(items) + "}"
+    if floats and isinstance(v, int) and not isinstance(v, bool):
+        return f"{v}.0"
     return str(v)
 
 
@@ -87,14 +110,14 @@ def run_plugin(
     if not segment_field:
         job.pop("segment_size")
     call = (
-        "slurm_job_modify(job, " + lua_value(rec) + ", part_list, 0)"
+        "slurm_job_modify(job, " + lua_value(rec, FLOATS) + ", part_list, 0)"
         if rec is not None
         else "slurm_job_submit(job, part_list, 0)"
     )
     driver = (
         PRELUDE
         + f"assert(dofile({lua_str(str(script))}) == 0)\n"
-        + f"job = {lua_value(job)}\npart_list = {lua_value(part_list)}\n"
+        + f"job = {lua_value(job, FLOATS)}\npart_list = {lua_value(part_list, FLOATS)}\n"
         + ("" if segment_field else NO_SEGMENT_FIELD)
         + f"rc = {call}\n"
         + 'MSGS[#MSGS + 1] = SET_UNKNOWN and ("set unknown field " .. SET_UNKNOWN) or nil\n'
