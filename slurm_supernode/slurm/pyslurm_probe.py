@@ -17,6 +17,8 @@ import importlib.metadata
 import importlib.util
 import logging
 import os
+import threading
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -123,15 +125,52 @@ def _probe_once(conf: str | None, choice: str | None, path: str | None) -> Pyslu
     return found
 
 
+# The slurm.conf each loaded pyslurm's libslurm reads. libslurm keeps ONE configuration per
+# process, read at `import pyslurm` from SLURM_CONF: a process whose SLURM_CONF then names
+# another cluster (a test of two clusters, a tool that visits several sites) would otherwise
+# ask the first cluster's controller. Keyed by the module: a re-import starts over.
+_READS: weakref.WeakKeyDictionary[ModuleType, str] = weakref.WeakKeyDictionary()
+_READS_LOCK = threading.Lock()
+
+
+def read_conf(api: ModuleType, conf: str) -> str | None:
+    """Make the loaded libslurm read `conf` (the first call records what the import read);
+    a reason in words when this pyslurm cannot (no `slurm_init`/`slurm_fini`)."""
+    with _READS_LOCK:
+        was = _READS.get(api)
+        if was is None:
+            _READS[api] = conf  # the import just read SLURM_CONF, which is conf
+            return None
+        if was == conf:
+            return None
+        init, fini = getattr(api, "slurm_init", None), getattr(api, "slurm_fini", None)
+        if not (callable(init) and callable(fini)):
+            return f"this pyslurm reads {was} and cannot re-read slurm.conf (no slurm_init)"
+        fini()  # libslurm reads a configuration only once; fini forgets it
+        init(conf)
+        _READS[api] = conf
+    log.debug("pyslurm now reads SLURM_CONF=%s (it read %s)", conf, was)
+    return None
+
+
 def pyslurm_api() -> ModuleType | None:
     """The pyslurm module where it may serve this process's queries, else None (the reason is
-    logged once). With `SNRUN_SLURM_BACKEND=pyslurm` a reason is a SlurmError instead."""
+    logged once). With `SNRUN_SLURM_BACKEND=pyslurm` a reason is a SlurmError instead. The
+    module then asks the cluster SLURM_CONF names now (`read_conf`)."""
     env = os.environ
-    found = _probe_once(env.get("SLURM_CONF"), env.get("SNRUN_SLURM_BACKEND"), env.get("PATH"))
-    if found.api is None and (env.get("SNRUN_SLURM_BACKEND") or "").strip().lower() == "pyslurm":
+    conf = env.get("SLURM_CONF")
+    found = _probe_once(conf, env.get("SNRUN_SLURM_BACKEND"), env.get("PATH"))
+    why_not = found.why_not
+    if found.api is not None and conf:
+        why_not = read_conf(found.api, conf)
+        if why_not is not None:
+            log.debug("Slurm queries use the command line: pyslurm skipped: %s", why_not)
+    if why_not is None:
+        return found.api
+    if (env.get("SNRUN_SLURM_BACKEND") or "").strip().lower() == "pyslurm":
         raise SlurmError(
-            f"SNRUN_SLURM_BACKEND=pyslurm, but {found.why_not}",
+            f"SNRUN_SLURM_BACKEND=pyslurm, but {why_not}",
             kind=SlurmErrorKind.NOT_INSTALLED,
             hint="install a pyslurm built for this Slurm (docs/pyslurm.md) or unset it",
         )
-    return found.api
+    return None

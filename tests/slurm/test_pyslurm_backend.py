@@ -24,6 +24,17 @@ import os
 
 IMPORTS = []
 IMPORTS.append(os.environ.get("SLURM_CONF"))
+CONF = [os.environ.get("SLURM_CONF")]  # what libslurm reads: once, until slurm_fini
+ASKED = []  # the configuration each Job.load was answered from
+
+
+def slurm_fini():
+    CONF[0] = None
+
+
+def slurm_init(config_path=None):
+    if CONF[0] is None:  # libslurm ignores a second init
+        CONF[0] = config_path or os.environ.get("SLURM_CONF")
 JOBS = {}
 NODES = []
 PARTITIONS = []
@@ -53,6 +64,7 @@ class Job:
     @staticmethod
     def load(job_id):
         _maybe_fail("Job.load")
+        ASKED.append(CONF[0])
         if job_id not in JOBS:
             raise RPCError(2017, "Invalid job id specified")
         return JOBS[job_id]
@@ -244,6 +256,43 @@ def test_major_minor():
 
 
 # ----- through the layer: the fake answers jobs, nodes, partitions ---------------------------
+
+
+def test_another_slurm_conf_is_read_before_the_next_query(fake_pyslurm, tmp_path, monkeypatch):
+    """libslurm reads one slurm.conf per process (at import): when SLURM_CONF names another
+    cluster, the loaded pyslurm re-reads it instead of asking the first cluster."""
+    first = str(tmp_path / "slurm.conf")
+    other = tmp_path / "other.conf"
+    other.write_text("ClusterName=other\n")
+    jobs.controller_jobs(None)  # the probe imports the fake, reading the first SLURM_CONF
+    api = imported()
+    api.JOBS.update({1: fake_job(id=1), 2: fake_job(id=2)})
+    jobs.job_info(1)
+    monkeypatch.setenv("SLURM_CONF", str(other))
+    jobs.job_info(1)
+    jobs.job_info(2)
+    monkeypatch.setenv("SLURM_CONF", first)
+    jobs.job_info(1)
+    imports, asked = api.IMPORTS, api.ASKED
+    assert imports == [first]  # one import; libslurm re-read, not re-imported
+    assert asked == [first, str(other), str(other), first]
+
+
+def test_pyslurm_that_cannot_re_read_slurm_conf_is_skipped(fake_pyslurm, tmp_path, monkeypatch):
+    jobs.controller_jobs(None)
+    api = imported()
+    api.JOBS[1] = fake_job(id=1)
+    jobs.job_info(1)
+    monkeypatch.delattr(api, "slurm_init")
+    other = tmp_path / "other.conf"
+    other.write_text("ClusterName=other\n")
+    monkeypatch.setenv("SLURM_CONF", str(other))
+    assert pyslurm_probe.pyslurm_api() is None  # auto: the command line answers
+    monkeypatch.setenv("SNRUN_SLURM_BACKEND", "pyslurm")
+    with pytest.raises(SlurmError, match="cannot re-read slurm.conf"):
+        pyslurm_probe.pyslurm_api()
+    asked = api.ASKED
+    assert asked == [str(tmp_path / "slurm.conf")]
 
 
 def test_job_info_goes_through_pyslurm(fake_pyslurm):
