@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -22,6 +23,14 @@ from tests.integration.helpers import (
 
 pytestmark = pytest.mark.slurm
 TRAIN = str(EXAMPLES / "train_resumable.py")
+
+
+def resumed_steps(log: str) -> list[int]:
+    """The step each attempt of train_resumable.py started at, in log order. Searched, not
+    read per line: torchrun's --tee threads copy each rank's file line by line with
+    readline(), which hands over a line still being written, so a rank's line can run into
+    another's ("...starting at step 0[default0]:...")."""
+    return [int(step) for step in re.findall(r"starting at step (\d+)", log)]
 
 
 def step_of(heartbeat: Path) -> int:
@@ -209,7 +218,7 @@ def test_time_limit_signal_checkpoints_and_the_next_attempt_resumes(
     starts = [r for r in ledger(job_dir) if r["event"] == "attempt_start"]
     assert starts[-1]["restart_count"] >= 1  # Slurm requeued the same job id
     log = "".join(p.read_text() for p in (job_dir / "logs").glob("*.out"))
-    resumed = [int(x.split("step ")[1]) for x in log.splitlines() if "starting at step" in x]
+    resumed = resumed_steps(log)
     assert resumed[0] == 0 and resumed[-1] > 0, log[-2000:]
     # started at once, not after Slurm's delay: by Slurm itself (expedite) or by the releaser
     (requeued,) = [r for r in ledger(job_dir) if r["event"] == "requeued"]
@@ -263,7 +272,7 @@ def test_lost_node_job_resumes_without_that_node(slurm_cluster, tmp_path: Path) 
         assert victim not in NodeSet(starts[-1]["nodes"])
         assert starts[-1]["restart_count"] >= 1
         log = "".join(p.read_text() for p in (job_dir / "logs").glob("*.out"))
-        resumed = [int(x.split("step ")[1]) for x in log.splitlines() if "starting at step" in x]
+        resumed = resumed_steps(log)
         assert resumed[-1] >= 5, log[-2000:]
     finally:
         subprocess.run(["kill", "-KILL", *map(str, frozen)], check=False, capture_output=True)
