@@ -10,9 +10,9 @@ import pytest
 
 from slurm_supernode import api
 from slurm_supernode.api.watcher import Backoff, Watcher
+from tests.integration.helpers import pythonpath
 
 pytestmark = pytest.mark.slurm
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def spec_for(tmp_path: Path, name: str, body: str) -> api.JobSpec:
@@ -39,7 +39,8 @@ def until(condition, timeout: float, what: str):  # the system's own report, pol
 
 
 def test_api_drives_a_job_and_cancels_another(slurm_cluster, tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setenv("PYTHONPATH", str(ROOT))  # the jobs run this checkout's snrun
+    # the jobs run this checkout's snrun (and keep the session's pyslurm on 25.11)
+    monkeypatch.setenv("PYTHONPATH", pythonpath())
     hello = spec_for(
         tmp_path,
         "hello",

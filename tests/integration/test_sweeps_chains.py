@@ -16,9 +16,9 @@ from slurm_supernode.api.sweep import grid, submit_sweep
 from slurm_supernode.launch.jobspec import JobSpec
 from tests.integration.helpers import (
     EXAMPLES,
-    ROOT,
     attempts,
     ledger,
+    pythonpath,
     snrun,
     submit,
     wait_final,
@@ -45,8 +45,10 @@ print(f"dependent started at {time.time():.3f} attempt {os.environ['SNRUN_ATTEMP
 
 @pytest.fixture
 def api_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The API in this process submits what the job runs: this checkout's code."""
-    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    """The API in this process submits what the job runs: this checkout's code (and the
+    session's pyslurm on 25.11: snrun subprocesses fail without it under
+    SNRUN_SLURM_BACKEND=pyslurm)."""
+    monkeypatch.setenv("PYTHONPATH", pythonpath())
     monkeypatch.setenv("SNRUN_SITE", "local")
     monkeypatch.chdir(tmp_path)
     return tmp_path / "jobs"
