@@ -436,12 +436,7 @@ def spec_from_args(ns: argparse.Namespace) -> JobSpec:
         fork_workers=ns.fork_workers,
         workdir=ns.workdir,
         snapshot=ns.snapshot,
-        container_image=ns.container_image,
-        container_mounts=",".join(ns.container_mounts) if ns.container_mounts else None,
-        container_workdir=ns.container_workdir,
-        container_env=",".join(ns.container_env) if ns.container_env else None,
-        container_name=ns.container_name,
-        container_mount_home=ns.container_mount_home,
+        **container_options(ns).jobspec_fields(),
         jobs_dir=ns.jobs_dir,
     )
 
