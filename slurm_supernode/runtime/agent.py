@@ -32,6 +32,8 @@ from slurm_supernode.runtime import failfast
 from slurm_supernode.site.model import Site
 
 RANK_ENTRY = str(Path(__file__).with_name("rank_entry.py"))
+# torchrun's entry: its main(), then an exit without Python's teardown (runtime/fast_exit.py)
+FAST_EXIT = str(Path(__file__).with_name("fast_exit.py"))
 # Variables worth keeping in the job directory to explain a run afterwards.
 _KEEP_PREFIXES = ("NCCL_", "HCCL_", "TORCH_", "SNRUN_", "MASTER_", "CUDA_", "ASCEND_", "RANK_")
 
@@ -129,6 +131,7 @@ def plan_agent_launch(
         env.update(forensics_env(env, log_dir, site.vendor, installed_torch()))
     argv = [
         python,
+        FAST_EXIT,
         "-m",
         "torch.distributed.run",
         f"--nnodes={len(rank_map.nodes)}",

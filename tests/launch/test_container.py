@@ -464,7 +464,10 @@ def test_dry_run_shows_what_every_node_runs(tmp_path: Path) -> None:
     lines = [line for line in out.stdout.splitlines() if line.startswith(("# n0: ", "# n1: "))]
     assert len(lines) == 2
     assert all(
-        "--container=" in line and " /py -m torch.distributed.run " in line for line in lines
+        "--container=" in line
+        and " /py /" in line
+        and "/fast_exit.py -m torch.distributed.run " in line
+        for line in lines
     )
     assert "--node-rank=1" in lines[1]
     assert "--container-image" not in out.stdout.split("# --- #SBATCH")[0]  # not for sbatch
