@@ -14,9 +14,11 @@ import dataclasses
 import json
 import os
 import sys
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from slurm_supernode.errors import InputError, JobError, SnrunError
@@ -307,10 +309,10 @@ def _run_torchrun(
     environ: Mapping[str, str],
     hostname: str,
     log_dir: str,
-) -> tuple[int, str, dict[str, object]]:
-    """Run torchrun, on the host or in the job's container: (exit code, stderr tail, extra
-    ledger fields: ``container_failed`` when the container never started, ``stopped`` when
-    the agent stopped it because another node failed first)."""
+) -> tuple[ChildExit, dict[str, object]]:
+    """Run torchrun, on the host or in the job's container: (how it ended, extra ledger
+    fields: ``container_failed`` when the container never started, ``stopped`` when the agent
+    stopped it because another node failed first)."""
     cpu_mark = Path(log_dir) / "cpu"  # progress for hang detection
     stop = None
     if failfast.enabled(environ):
@@ -324,19 +326,15 @@ def _run_torchrun(
             cpu_mark=cpu_mark,
             stop=stop,
         )
-        return done.code, done.tail, _stopped(done)
+        return done, _stopped(done)
     plan = container_launch(container, launch, inputs, job_dir, environ, hostname)
     done = run_child(
         plan.argv, environ, cpu_mark=cpu_mark, launcher=lambda: torchrun_pids(log_dir), stop=stop
     )
     if done.code != 0 and not done.stopped and not os.path.exists(plan.started):
         # the enter script never ran: the image or the runtime failed, not the training
-        return (
-            done.code,
-            done.tail,
-            {"container_failed": True, "error": runtime_error(done.tail, done.code)},
-        )
-    return done.code, done.tail, _stopped(done)
+        return done, {"container_failed": True, "error": runtime_error(done.tail, done.code)}
+    return done, _stopped(done)
 
 
 def _stopped(done: ChildExit) -> dict[str, object]:
@@ -387,13 +385,26 @@ def run_agent(
     _record_launch(launch, job_dir, hostname, attempt)
     os.chdir(inputs.workdir or os.getcwd())
     log_dir = str(node_log_dir(job_dir, attempt, hostname))
-    code, stderr_tail, extra = _run_torchrun(launch, inputs, job_dir, environ, hostname, log_dir)
+    done, extra = _run_torchrun(launch, inputs, job_dir, environ, hostname, log_dir)
+    code = done.code
     from slurm_supernode.runtime import ledger
-    from slurm_supernode.runtime.torchrun_report import parse_failures
+    from slurm_supernode.runtime.signal_deaths import record_signal_deaths
+    from slurm_supernode.runtime.torchrun_report import parse_failures, rank_pids
 
-    ranks = parse_failures(stderr_tail) if code and not set(extra) - {"stopped"} else []
+    ranks = parse_failures(done.tail) if code and not set(extra) - {"stopped"} else []
     if ranks:
         extra["ranks"] = ranks
+        # a rank killed by a signal wrote nothing itself: recorded here, dated when it died
+        record_signal_deaths(
+            job_dir,
+            Path(log_dir),
+            attempt=attempt,
+            node=hostname,
+            ranks=ranks,
+            pids=rank_pids(done.tail),
+            last_seen=done.last_seen,
+            fallback=time.time(),
+        )
     ledger.append(
         job_dir,
         "node_exit",
@@ -503,6 +514,10 @@ class StderrTail:
             if len(self._buf) > 2 * self._keep:
                 del self._buf[: -self._keep]
 
+    def holds(self, marker: bytes) -> bool:
+        """Has the child printed ``marker`` (in what is kept)?"""
+        return marker in bytes(self._buf)
+
     def text(self, timeout: float = 2.0) -> str:
         """What was kept, once the pipe closed (or after ``timeout``: a worker that outlives
         torchrun may hold it open)."""
@@ -523,11 +538,50 @@ class ChildExit(NamedTuple):
     code: int  # its exit code (128 + N for signal N)
     tail: str  # the tail of its stderr (torchrun's failure report)
     stopped: str | None = None  # why the agent stopped it (fail fast), or None
+    # torchrun's children (its ranks) -> when the agent last saw each alive (wall clock)
+    last_seen: Mapping[int, float] = MappingProxyType({})
 
 
+# The first line of torchrun's report of a failed rank (its uncaught ChildFailedError)
+FAILURE_REPORT = b"ChildFailedError"
 # How long torchrun may take to exit after it stopped its ranks on SIGTERM (its own teardown,
 # under load) before the agent treats it as stuck in the exit barrier and kills it.
 STOPPED_TEARDOWN = 2.0
+
+
+def _children(pid: int) -> list[int]:
+    """``pid``'s child processes, from /proc/PID/task/*/children (no scan of /proc)."""
+    out: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as fh:
+                out += [int(c) for c in fh.read().split()]
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+class _RankSightings:
+    """When each of torchrun's children (its ranks) was last seen alive: a rank killed by a
+    signal died after that time (``runtime/signal_deaths``). torchrun's PIDs are looked up
+    until found, then kept (in a container that lookup scans /proc)."""
+
+    def __init__(self, roots: Callable[[], list[int]]) -> None:
+        self._roots = roots
+        self._found: list[int] = []
+        self.last_seen: dict[int, float] = {}
+
+    def look(self) -> None:
+        if not self._found:
+            self._found = self._roots()
+        now = time.time()
+        for root in self._found:
+            for child in _children(root):
+                self.last_seen[child] = now
 
 
 def _is_worker(pid: int) -> bool:
@@ -561,22 +615,30 @@ class _LauncherStop:
         stop: Callable[[], failfast.StopRequest | None],
         roots: Callable[[], list[int]],
         below: Callable[[], list[int]],
+        reported: Callable[[], bool] = lambda: False,
     ) -> None:
         self._stop, self._roots, self._below = stop, roots, below
+        self._reported = reported  # torchrun printed its own failure report: it is ending
         self.reason: str | None = None
         self._ranks_gone: float | None = None  # since when the stopped torchrun has no rank
+        self._spared: float | None = None  # since when a torchrun that reported is left to end
 
     def _workers(self) -> list[int]:
         return [pid for pid in self._below() if _is_worker(pid)]
 
     def look(self) -> None:
-        import time
-
         if self.reason is None:
             request = self._stop()
-            if request is not None:
-                self.reason = request.reason
-                _stop_launcher(self._roots(), self._workers())
+            if request is None:
+                return
+            if self._spared is None and self._reported():
+                # it already reports a failed rank of its own (one killed by a signal, say):
+                # a failing node too, it ends by itself with its report
+                self._spared = time.monotonic()
+            if self._spared is not None and time.monotonic() - self._spared < STOPPED_TEARDOWN:
+                return
+            self.reason = request.reason
+            _stop_launcher(self._roots(), self._workers())
         elif self._workers():
             self._ranks_gone = None
         elif self._ranks_gone is None:
@@ -646,15 +708,20 @@ def run_child(
 
         # torchrun too: with forked workers it imports torch before any worker exists
         watch = start_cpu_watch(lambda: [proc.pid, *roots(), *below()], cpu_mark)
-    stopper = None if stop is None else _LauncherStop(stop, roots, below)
+    stopper = None
+    if stop is not None:
+        stopper = _LauncherStop(stop, roots, below, lambda: tail.holds(FAILURE_REPORT))
+    sightings = _RankSightings(roots)
     while True:
+        sightings.look()
         try:
-            code = proc.wait(timeout=None if stopper is None else 0.1)
+            code = proc.wait(timeout=0.1)
             break
         except subprocess.TimeoutExpired:
-            assert stopper is not None
-            stopper.look()
+            if stopper is not None:
+                stopper.look()
     if watch is not None:
         watch.set()
     reason = stopper.reason if stopper is not None else None
-    return ChildExit((code if code >= 0 else 128 - code), tail.text(), reason)
+    code = code if code >= 0 else 128 - code
+    return ChildExit(code, tail.text(), reason, sightings.last_seen)

@@ -19,9 +19,10 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from slurm_supernode.errors import SlurmError, SnrunError
 from slurm_supernode.forensics.hang import dump_stacks, hang_timeout, is_hung, last_activity
@@ -318,7 +319,7 @@ class Supervisor:
             hung=hung,
             progress=progress,
             cancelled=self.signal is StopSignal.TERM and self._cancelled(),
-            failed_first=failed_first,
+            failed_first=failed_by_time(ledger.read(self.cfg.job_dir), last.attempt, failed_first),
             config_errors=last.config_errors,
             rank_errors=last.rank_errors,
         )
@@ -633,6 +634,33 @@ class _FailureWatch:
                 )
             )
         )
+
+
+def failed_by_time(
+    records: Iterable[dict[str, Any]], attempt: int, first: Sequence[str]
+) -> tuple[str, ...]:
+    """``first`` (the nodes that failed first, as the supervisor saw them reported) plus the
+    nodes with a rank killed by a signal, ordered by when they failed: a signal death is
+    recorded by its agent after torchrun's report, later than a peer's error about it, but
+    carries when the rank died (``died``). Without ``first`` (no fail fast) nothing is added."""
+    if not first:
+        return ()
+    when: dict[str, float] = {}
+    for rec in records:
+        if rec.get("attempt") != attempt:
+            continue
+        node = str(rec.get("node"))
+        died = rec.get("died") if rec["event"] == "rank_failed" else None
+        failed = rec["event"] == "rank_failed" or (
+            rec["event"] == "node_exit"
+            and rec.get("exit_code") not in (0, None)
+            and not rec.get("stopped")
+        )
+        if (node in first and failed) or isinstance(died, (int, float)):
+            at = float(died) if isinstance(died, (int, float)) else float(rec["time"])
+            when[node] = min(at, when.get(node, at))
+    nodes = dict.fromkeys([*first, *when])
+    return tuple(sorted(nodes, key=lambda n: when.get(n, float("inf"))))
 
 
 def sweep_env(sweep: Mapping[str, object] | None) -> dict[str, str]:

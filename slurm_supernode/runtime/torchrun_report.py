@@ -15,7 +15,8 @@ from typing import Any
 _MARKER = "ChildFailedError"
 _ROOT = "Root Cause (first observed failure):"
 _ENTRY = re.compile(
-    r"^\s*rank\s*:\s*(\d+)\s*\(local_rank:\s*(\d+)\)\s*\n\s*exitcode\s*:\s*(-?\d+)",
+    r"^\s*rank\s*:\s*(\d+)\s*\(local_rank:\s*(\d+)\)\s*\n\s*exitcode\s*:\s*(-?\d+)"
+    r"(?:\s*\(pid:\s*(\d+)\))?",
     re.MULTILINE,
 )
 
@@ -46,6 +47,14 @@ def parse_failures(text: str) -> list[dict[str, Any]]:
         if rank not in out or entry["first"]:
             out[rank] = entry
     return [out[r] for r in sorted(out)]
+
+
+def rank_pids(text: str) -> dict[int, int]:
+    """rank -> the process id torchrun names for it in its last failure report."""
+    start = text.rfind(_MARKER)
+    if start < 0:
+        return {}
+    return {int(m.group(1)): int(m.group(4)) for m in _ENTRY.finditer(text[start:]) if m.group(4)}
 
 
 def describe(ranks: list[dict[str, Any]], limit: int = 4) -> str:

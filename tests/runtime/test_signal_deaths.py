@@ -1,0 +1,165 @@
+"""A rank killed by a signal writes nothing; its agent records it (runtime/signal_deaths.py),
+dated when it last saw the rank alive, so `snrun status` and the supervisor name it and not a
+peer whose error about the lost connection came a moment later."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from slurm_supernode.forensics.logs import first_error, node_log_dir
+from slurm_supernode.forensics.report import cause_in_words
+from slurm_supernode.runtime import agent, failfast, ledger
+from slurm_supernode.runtime.agent import FAST_EXIT, RANK_ENTRY, run_child
+from slurm_supernode.runtime.signal_deaths import record_signal_deaths, signal_deaths
+from slurm_supernode.runtime.supervisor import failed_by_time
+from slurm_supernode.runtime.torchrun_report import parse_failures, rank_pids
+
+
+def _rank_dir(job_dir: Path, node: str, node_rank: int, local: int = 0) -> Path:
+    """torchrun's folders of one rank, and the agent's record of the node (nproc 1)."""
+    env = job_dir / "env" / f"{node}.0.json"
+    env.parent.mkdir(parents=True, exist_ok=True)
+    env.write_text(json.dumps({"argv": ["--nproc-per-node=1"], "node_rank": node_rank}))
+    folder = node_log_dir(job_dir, 0, node) / "run_x" / "attempt_0" / str(local)
+    folder.mkdir(parents=True)
+    return folder
+
+
+def _peer_error(folder: Path, when: float) -> None:
+    """What a peer's error hook writes: torch's whole-second timestamp, written at ``when``."""
+    data = {
+        "message": {
+            "message": "RuntimeError: Connection closed by peer",
+            "extraInfo": {"timestamp": str(int(when))},
+        }
+    }
+    (folder / "error.json").write_text(json.dumps(data))
+    os.utime(folder / "error.json", ns=(int(when * 1e9),) * 2)
+
+
+KILLED = {"rank": 1, "local_rank": 0, "exit_code": -9, "signal": "SIGKILL", "first": True}
+
+
+def test_only_signals_that_are_a_cause_count() -> None:
+    stopped = {"rank": 0, "local_rank": 0, "exit_code": -15, "signal": "SIGTERM", "first": False}
+    segv = {**KILLED, "rank": 2, "exit_code": -11, "signal": "SIGSEGV"}
+    raised = {"rank": 3, "local_rank": 0, "exit_code": 1, "first": False}
+    assert signal_deaths([stopped, KILLED, segv, raised]) == [KILLED, segv]
+
+
+def test_the_killed_rank_is_named_though_its_peer_wrote_first(tmp_path: Path) -> None:
+    """Rank 1 on n1 was SIGKILLed (last seen alive at t); rank 0 on n0 raised about the lost
+    connection 50 ms later, in the same second, and its file was written first."""
+    t = int(time.time()) - 10 + 0.2
+    peer = _rank_dir(tmp_path, "n0", 0)
+    killed = _rank_dir(tmp_path, "n1", 1)
+    _peer_error(peer, t + 0.05)
+    records = record_signal_deaths(
+        tmp_path,
+        node_log_dir(tmp_path, 0, "n1"),
+        attempt=0,
+        node="n1",
+        ranks=[KILLED],
+        pids={1: 4242},
+        last_seen={4242: t},
+        fallback=t + 5,
+    )
+    err = first_error(tmp_path, 0)
+    assert err is not None and (err["rank"], err["node"]) == (1, "n1"), err
+    assert cause_in_words(err) == "rank 1 on n1: killed by signal 9 (SIGKILL) (+1 more ranks)"
+    (rec,) = records
+    assert (rec["event"], rec["rank"], rec["signal"], rec["died"]) == (
+        "rank_failed", 1, "SIGKILL", round(t, 3)
+    )  # fmt: skip
+    assert (killed / "error.json").stat().st_mtime_ns == int(t * 1e9)
+    # the peer's rank_failed came first in the ledger; the supervisor orders by time of death
+    ledger.append(tmp_path, "rank_failed", attempt=0, node="n0", rank=0, error="RuntimeError: x")
+    recs = [*ledger.read(tmp_path)]
+    recs.sort(key=lambda r: r["event"] != "rank_failed" or r["node"] != "n0")  # n0's first
+    assert failed_by_time(recs, 0, ("n0",)) == ("n1", "n0")
+    assert failed_by_time(recs, 0, ()) == ()  # no fail fast: nothing added
+    assert failed_by_time(recs, 1, ("n0",)) == ("n0",)  # another attempt's records
+
+
+def test_a_ranks_own_error_file_is_kept(tmp_path: Path) -> None:
+    folder = _rank_dir(tmp_path, "n1", 1)
+    _peer_error(folder, time.time())
+    before = (folder / "error.json").read_text()
+    log_dir = node_log_dir(tmp_path, 0, "n1")
+    kw = {"attempt": 0, "node": "n1", "pids": {}, "last_seen": {}, "fallback": time.time()}
+    record_signal_deaths(tmp_path, log_dir, ranks=[KILLED], **kw)
+    assert (folder / "error.json").read_text() == before
+
+
+SELF_KILL = """
+import os, signal, time
+print("rank alive", flush=True)
+time.sleep(0.5)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_real_torchrun_rank_killed_by_sigkill_is_dated_by_the_agents_sightings(tmp_path):
+    """The agent's runner sees the rank alive; torchrun reports it killed; the record is
+    dated before torchrun's exit, after the rank started."""
+    pytest.importorskip("torch")
+    script = tmp_path / "train.py"
+    script.write_text(SELF_KILL)
+    log_dir = node_log_dir(tmp_path, 0, "n1")
+    argv = [
+        sys.executable, FAST_EXIT, "-m", "torch.distributed.run", "--standalone",
+        "--nproc-per-node=1", f"--log-dir={log_dir}", "--redirects=3",
+        "--run-path", "--start-method=fork", RANK_ENTRY, str(script),
+    ]  # fmt: skip
+    root = str(Path(__file__).resolve().parents[2])
+    env = dict(os.environ, PYTHONPATH=root, OMP_NUM_THREADS="1", PYTORCH_NVML_BASED_CUDA_CHECK="1")
+    started = time.time()
+    done = run_child(argv, env)
+    ended = time.time()
+    assert done.code == 1, done.tail[-2000:]
+    ranks = parse_failures(done.tail)
+    assert [(r["rank"], r.get("signal")) for r in ranks] == [(0, "SIGKILL")]
+    pids = rank_pids(done.tail)
+    assert pids[0] in done.last_seen  # the agent saw the rank alive
+    (rec,) = record_signal_deaths(
+        tmp_path, log_dir, attempt=0, node="n1", ranks=ranks, pids=pids,
+        last_seen=done.last_seen, fallback=ended,
+    )  # fmt: skip
+    assert started < rec["died"] < ended and rec["error"] == "killed by signal 9 (SIGKILL)"
+    (error_file,) = log_dir.glob("*/attempt_0/0/error.json")
+    assert "killed by signal 9 (SIGKILL)" in error_file.read_text()
+
+
+def test_a_launcher_that_reports_its_own_failure_is_not_stopped(tmp_path, monkeypatch):
+    """A stop request that comes after torchrun began its own failure report (its rank was
+    killed, a peer's error came first): torchrun ends by itself with the report; should it
+    not end within the teardown time, it is stopped after all."""
+    launcher = subprocess.Popen(["sleep", "60"])
+    try:
+        request = failfast.StopRequest(0, ("n0",), "n0 failed first")
+        stopper = agent._LauncherStop(lambda: request, lambda: [launcher.pid], list, lambda: True)
+        stopper.look()
+        assert stopper.reason is None and launcher.poll() is None
+        monkeypatch.setattr(agent, "STOPPED_TEARDOWN", 0.0)
+        stopper.look()
+        assert stopper.reason == "n0 failed first"
+        assert launcher.wait(timeout=30) == -signal.SIGKILL  # no rank left: killed
+    finally:
+        launcher.kill()
+        launcher.wait()
+    silent = subprocess.Popen(["sleep", "60"])  # without a report of its own: stopped at once
+    try:
+        stopper = agent._LauncherStop(lambda: request, lambda: [silent.pid], list, lambda: False)
+        stopper.look()
+        assert stopper.reason == "n0 failed first" and silent.wait(timeout=30) == -signal.SIGKILL
+    finally:
+        silent.kill()
+        silent.wait()
