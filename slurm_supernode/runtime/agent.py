@@ -514,9 +514,10 @@ class StderrTail:
             if len(self._buf) > 2 * self._keep:
                 del self._buf[: -self._keep]
 
-    def holds(self, marker: bytes) -> bool:
-        """Has the child printed ``marker`` (in what is kept)?"""
-        return marker in bytes(self._buf)
+    def holds(self, markers: Sequence[bytes]) -> bool:
+        """Has the child printed one of ``markers`` (in what is kept)?"""
+        kept = bytes(self._buf)
+        return any(marker in kept for marker in markers)
 
     def text(self, timeout: float = 2.0) -> str:
         """What was kept, once the pipe closed (or after ``timeout``: a worker that outlives
@@ -542,8 +543,9 @@ class ChildExit(NamedTuple):
     last_seen: Mapping[int, float] = MappingProxyType({})
 
 
-# The first line of torchrun's report of a failed rank (its uncaught ChildFailedError)
-FAILURE_REPORT = b"ChildFailedError"
+# What torchrun prints once it ends its ranks on its own (torch's elastic/multiprocessing: it
+# stops the other ranks of a node whose rank failed) and its failure report's first line
+ENDING_ON_ITS_OWN = (b"Closing process ", b" closing signal ", b"ChildFailedError")
 # How long torchrun may take to exit after it stopped its ranks on SIGTERM (its own teardown,
 # under load) before the agent treats it as stuck in the exit barrier and kills it.
 STOPPED_TEARDOWN = 2.0
@@ -618,7 +620,7 @@ class _LauncherStop:
         reported: Callable[[], bool] = lambda: False,
     ) -> None:
         self._stop, self._roots, self._below = stop, roots, below
-        self._reported = reported  # torchrun printed its own failure report: it is ending
+        self._reported = reported  # torchrun already ends its ranks on its own
         self.reason: str | None = None
         self._ranks_gone: float | None = None  # since when the stopped torchrun has no rank
         self._spared: float | None = None  # since when a torchrun that reported is left to end
@@ -632,8 +634,8 @@ class _LauncherStop:
             if request is None:
                 return
             if self._spared is None and self._reported():
-                # it already reports a failed rank of its own (one killed by a signal, say):
-                # a failing node too, it ends by itself with its report
+                # it already ends a failed rank's node on its own (one killed by a signal,
+                # say, whose peers' errors came first): it ends by itself with its report
                 self._spared = time.monotonic()
             if self._spared is not None and time.monotonic() - self._spared < STOPPED_TEARDOWN:
                 return
@@ -710,7 +712,7 @@ def run_child(
         watch = start_cpu_watch(lambda: [proc.pid, *roots(), *below()], cpu_mark)
     stopper = None
     if stop is not None:
-        stopper = _LauncherStop(stop, roots, below, lambda: tail.holds(FAILURE_REPORT))
+        stopper = _LauncherStop(stop, roots, below, lambda: tail.holds(ENDING_ON_ITS_OWN))
     sightings = _RankSightings(roots)
     while True:
         sightings.look()
