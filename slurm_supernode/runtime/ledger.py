@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import time
 from collections.abc import Iterator
@@ -81,6 +82,7 @@ class Attempt:
     config_errors: dict[str, str] = field(default_factory=dict)
     # node -> "rank R: Type: message" of its first rank that raised (rank_failed, by the rank)
     rank_errors: dict[str, str] = field(default_factory=dict)
+    rank_error_times: dict[str, float] = field(default_factory=dict)  # when each failed
     # nodes whose container did not start -> why (the runtime's last words)
     container_failed: dict[str, str] = field(default_factory=dict)
     cause: str | None = None
@@ -127,7 +129,13 @@ def fold(records: list[dict[str, Any]] | Iterator[dict[str, Any]]) -> Chain:
                 a.container_failed[node] = str(rec.get("error") or "")
         elif ev == "rank_failed":
             node = str(rec.get("node", "?"))
-            a.rank_errors.setdefault(node, f"rank {rec.get('rank')}: {rec.get('error')}")
+            # the node's earliest failure: a rank killed by a signal is recorded by its agent
+            # after its peers' errors about it, but carries when it died
+            at = rec.get("died", rec.get("time"))
+            at = float(at) if isinstance(at, (int, float)) else math.inf
+            if node not in a.rank_errors or at < a.rank_error_times[node]:
+                a.rank_errors[node] = f"rank {rec.get('rank')}: {rec.get('error')}"
+                a.rank_error_times[node] = at
         elif ev == "attempt_end":
             a.end = rec["time"]
             a.exit_code = rec.get("exit_code")

@@ -85,6 +85,12 @@ def test_the_killed_rank_is_named_though_its_peer_wrote_first(tmp_path: Path) ->
     recs = [*ledger.read(tmp_path)]
     recs.sort(key=lambda r: r["event"] != "rank_failed" or r["node"] != "n0")  # n0's first
     assert failed_by_time(recs, 0, ("n0",)) == ("n1", "n0")
+    # a rank on the killed rank's node that raised about it, recorded before the agent's record
+    ledger.append(tmp_path, "rank_failed", attempt=0, node="n1", rank=2, error="RuntimeError: y")
+    recs = [*ledger.read(tmp_path)]
+    recs.sort(key=lambda r: r.get("rank") != 2)
+    chain = ledger.fold(recs)
+    assert chain.attempts[0].rank_errors["n1"] == "rank 1: killed by signal 9 (SIGKILL)"
     assert failed_by_time(recs, 0, ()) == ()  # no fail fast: nothing added
     assert failed_by_time(recs, 1, ("n0",)) == ("n0",)  # another attempt's records
 
