@@ -13,6 +13,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import signal
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -567,23 +568,53 @@ def _children(pid: int) -> list[int]:
     return out
 
 
+def _zombie_signal(pid: int) -> int | None:
+    """None while ``pid`` lives; once it is a zombie not yet reaped by its parent, the signal
+    that killed it, 0 for an exit (the exit status is the last field of /proc/PID/stat)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        if fields[0] != "Z":
+            return None
+        status = int(fields[-1])
+    except (OSError, IndexError, ValueError):
+        return None
+    return status & 0x7F
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
 class _RankSightings:
     """When each of torchrun's children (its ranks) was last seen alive: a rank killed by a
-    signal died after that time (``runtime/signal_deaths``). torchrun's PIDs are looked up
-    until found, then kept (in a container that lookup scans /proc)."""
+    signal died after that time (``runtime/signal_deaths``). ``killed``: children seen dead of
+    a signal that is a cause before torchrun reaped them (pid -> signal): a loaded torchrun may
+    notice seconds later. torchrun's PIDs are looked up until found, then kept (in a container
+    that lookup scans /proc)."""
 
     def __init__(self, roots: Callable[[], list[int]]) -> None:
         self._roots = roots
         self._found: list[int] = []
         self.last_seen: dict[int, float] = {}
+        self.killed: dict[int, int] = {}
 
     def look(self) -> None:
+        from slurm_supernode.runtime.signal_deaths import STOP_SIGNALS
+
         if not self._found:
             self._found = self._roots()
         now = time.time()
         for root in self._found:
             for child in _children(root):
-                self.last_seen[child] = now
+                sig = _zombie_signal(child)
+                if sig is None:
+                    self.last_seen[child] = now
+                elif sig and _signal_name(sig) not in STOP_SIGNALS:
+                    self.killed[child] = sig
 
 
 def _is_worker(pid: int) -> bool:
@@ -710,10 +741,12 @@ def run_child(
 
         # torchrun too: with forked workers it imports torch before any worker exists
         watch = start_cpu_watch(lambda: [proc.pid, *roots(), *below()], cpu_mark)
+    sightings = _RankSightings(roots)
     stopper = None
     if stop is not None:
-        stopper = _LauncherStop(stop, roots, below, lambda: tail.holds(ENDING_ON_ITS_OWN))
-    sightings = _RankSightings(roots)
+        stopper = _LauncherStop(
+            stop, roots, below, lambda: bool(sightings.killed) or tail.holds(ENDING_ON_ITS_OWN)
+        )
     while True:
         sightings.look()
         try:

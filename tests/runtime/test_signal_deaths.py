@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -169,3 +170,74 @@ def test_a_launcher_that_reports_its_own_failure_is_not_stopped(tmp_path, monkey
     finally:
         silent.kill()
         silent.wait()
+
+
+# A launcher whose one worker dies of SIGKILL; it does not reap it (a loaded torchrun that has
+# not looked yet) until the test lets it (argv[2] appears), then exits 1. argv[1]: made once
+# the worker is dead.
+SLOW_LAUNCHER = """
+import os, pathlib, signal, sys, time
+pid = os.fork()
+if pid == 0:
+    os.kill(os.getpid(), signal.SIGKILL)
+os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)  # dead, not reaped: a zombie
+pathlib.Path(sys.argv[1]).touch()
+while not os.path.exists(sys.argv[2]):
+    time.sleep(0.02)
+os.waitpid(pid, 0)
+sys.exit(1)
+"""
+
+
+def test_a_rank_killed_before_torchrun_noticed_spares_its_node(tmp_path: Path) -> None:
+    """The agent sees its rank dead of SIGKILL (a zombie torchrun has not reaped): a stop
+    request that comes then leaves torchrun to notice and report it."""
+    dead, go = tmp_path / "dead", tmp_path / "go"
+
+    def request_once_dead() -> None:
+        while not dead.exists():
+            time.sleep(0.02)
+        failfast.request_stop(tmp_path, 0, ["n0"], "n0 failed first")
+        threading.Timer(0.8, go.touch).start()  # it would be killed at once if it were stopped
+
+    threading.Thread(target=request_once_dead, daemon=True).start()
+    sigs = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2)
+    saved = {s: signal.getsignal(s) for s in sigs}
+    try:
+        argv = [sys.executable, "-c", SLOW_LAUNCHER, str(dead), str(go)]
+        done = run_child(argv, dict(os.environ), stop=failfast.StopWatch(tmp_path, 0, "n1"))
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+    assert (done.code, done.stopped) == (1, None)
+
+
+def test_a_zombie_rank_is_seen_killed_by_its_signal(tmp_path: Path) -> None:
+    """What the agent reads of a dead, unreaped rank: the signal (SIGKILL counts, exit 0 and
+    the stop signals do not)."""
+    code = """
+import os, signal, sys, time
+for how in sys.argv[1:]:
+    pid = os.fork()
+    if pid == 0:
+        if how == "exit0":
+            os._exit(0)
+        os.kill(os.getpid(), getattr(signal, how))
+    os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+print("ready", flush=True)
+time.sleep(60)
+"""
+    launcher = subprocess.Popen(
+        [sys.executable, "-c", code, "SIGKILL", "exit0", "SIGTERM", "SIGSEGV"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert launcher.stdout is not None and launcher.stdout.readline() == "ready\n"
+        sightings = agent._RankSightings(lambda: [launcher.pid])
+        sightings.look()
+        assert sorted(sightings.killed.values()) == [signal.SIGKILL, signal.SIGSEGV]
+        assert not sightings.last_seen  # nobody alive
+    finally:
+        launcher.kill()
+        launcher.wait()
