@@ -21,6 +21,7 @@ cd "$(dirname "$0")/.."
 MC=contrib/minicluster/minicluster
 PARTS=" ${BENCH_PARTS:-boot submit restart failfast containers queries} "
 stamp() { echo "# $(date -u '+%F %T UTC') on $(hostname), $(nproc) CPUs, $(uptime | sed 's/.*\(load average\)/\1/')"; }
+after() { echo "# after: $(date -u '+%T UTC'), $(uptime | sed 's/.*\(load average\)/\1/')"; }
 if [ "${BENCH_CLUSTER_ONLY:-0}" != 1 ]; then
   stamp
   echo "== site: load + validate a 100,000-device site";   python3 bench/bench_site.py
@@ -72,11 +73,13 @@ for v in ${BENCH_SLURM-host 24.11 25.11 26.05}; do  # BENCH_SLURM="": none
     echo; echo "== Slurm $(sinfo --version) ($topo${extra:+, ${extra[*]}}): restart, requeue, lost node"
     stamp
     python3 bench/bench_restart.py ${BENCH_RESTART_ONLY:+--only "$BENCH_RESTART_ONLY"}
+    after
   fi
   if [[ $PARTS == *" failfast "* ]]; then
     echo; echo "== Slurm $(sinfo --version) ($topo): one rank crashes -> the next attempt's first step"
     stamp
     python3 bench/bench_failfast.py --nodes 2 --nodes 8 --repeat 2
+    after
   fi
   if [[ $PARTS == *" containers "* ]] && [ -n "$containers" ]; then
     echo; echo "== Slurm $(sinfo --version): job start in each container runtime vs bare ($containers)"
