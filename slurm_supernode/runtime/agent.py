@@ -742,11 +742,12 @@ def run_child(
         # torchrun too: with forked workers it imports torch before any worker exists
         watch = start_cpu_watch(lambda: [proc.pid, *roots(), *below()], cpu_mark)
     sightings = _RankSightings(roots)
-    stopper = None
-    if stop is not None:
-        stopper = _LauncherStop(
-            stop, roots, below, lambda: bool(sightings.killed) or tail.holds(ENDING_ON_ITS_OWN)
-        )
+
+    def ends_on_its_own() -> bool:
+        sightings.look()  # now: the rank may have died since the last look
+        return bool(sightings.killed) or tail.holds(ENDING_ON_ITS_OWN)
+
+    stopper = None if stop is None else _LauncherStop(stop, roots, below, ends_on_its_own)
     while True:
         sightings.look()
         try:
