@@ -654,7 +654,7 @@ class _LauncherStop:
         self._reported = reported  # torchrun already ends its ranks on its own
         self.reason: str | None = None
         self._ranks_gone: float | None = None  # since when the stopped torchrun has no rank
-        self._spared: float | None = None  # since when a torchrun that reported is left to end
+        self._spared = False  # its own rank failed: it is left to end by itself
 
     def _workers(self) -> list[int]:
         return [pid for pid in self._below() if _is_worker(pid)]
@@ -664,11 +664,12 @@ class _LauncherStop:
             request = self._stop()
             if request is None:
                 return
-            if self._spared is None and self._reported():
-                # it already ends a failed rank's node on its own (one killed by a signal,
-                # say, whose peers' errors came first): it ends by itself with its report
-                self._spared = time.monotonic()
-            if self._spared is not None and time.monotonic() - self._spared < STOPPED_TEARDOWN:
+            if self._spared or self._reported():
+                # its own rank failed (one killed by a signal, say, whose peers' errors came
+                # first): a failing node, left alone like those the request names, so torchrun
+                # reports its ranks (stopping a rank stuck in a collective takes torch seconds
+                # under load); the supervisor's grace still ends a step that never ends
+                self._spared = True
                 return
             self.reason = request.reason
             _stop_launcher(self._roots(), self._workers())
