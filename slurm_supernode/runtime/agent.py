@@ -544,14 +544,9 @@ class ChildExit(NamedTuple):
     last_seen: Mapping[int, float] = MappingProxyType({})
 
 
-# What torchrun prints once it ends its ranks on its own (torch's elastic/multiprocessing: a
-# worker failed, it stops the node's other ranks) and its failure report's first line
-ENDING_ON_ITS_OWN = (
-    b"] failed (exitcode: ",
-    b"Closing process ",
-    b" closing signal ",
-    b"ChildFailedError",
-)
+# What torchrun prints once it ends its ranks on its own (torch's elastic/multiprocessing: it
+# stops the other ranks of a node whose rank failed) and its failure report's first line
+ENDING_ON_ITS_OWN = (b"Closing process ", b" closing signal ", b"ChildFailedError")
 # How long torchrun may take to exit after it stopped its ranks on SIGTERM (its own teardown,
 # under load) before the agent treats it as stuck in the exit barrier and kills it.
 STOPPED_TEARDOWN = 2.0
