@@ -44,7 +44,37 @@ def controller_jobs(job_id: int | None = None) -> list[JobInfo]:
     from slurm_supernode.slurm import pyslurm_probe, pyslurm_queries
 
     if (api := pyslurm_probe.pyslurm_api()) is not None:
-        return pyslurm_queries.controller_jobs(api, job_id)
+        return _exit_codes_from_scontrol(pyslurm_queries.controller_jobs(api, job_id))
+    return _scontrol_jobs(job_id)
+
+
+def _exit_codes_from_scontrol(infos: list[JobInfo]) -> list[JobInfo]:
+    """pyslurm reads an exit status of 128+N as N (its ``_get_exit_code``: ``exit 137`` is 9
+    there, 137 in scontrol), and gives no raw status to tell them apart: so an ended job's
+    non-zero exit codes come from scontrol, in one query for all such jobs (only when there
+    are any: jobs that ended in failure within MinJobAge)."""
+    unsure = [i for i in infos if i.ended and (i.exit_code or i.derived_exit_code)]
+    if not unsure:
+        return infos
+    ask = unsure[0].job_id if len(unsure) == 1 else None
+    told = {i.job_id: i for i in _scontrol_jobs(ask)}
+    unsure_ids = {i.job_id for i in unsure}
+    fixed = []
+    for info in infos:
+        cli = told.get(info.job_id) if info.job_id in unsure_ids else None
+        if cli is not None:
+            info = replace(
+                info,
+                exit_code=cli.exit_code,
+                exit_signal=cli.exit_signal,
+                derived_exit_code=cli.derived_exit_code,
+            )
+        fixed.append(info)
+    return fixed
+
+
+def _scontrol_jobs(job_id: int | None) -> list[JobInfo]:
+    """``controller_jobs`` through the command line."""
     target = [str(job_id)] if job_id is not None else []
     proc = run_slurm(["scontrol", "show", "job", "--json", *target], timeout=30, check=False)
     if proc.returncode == 0:

@@ -6,6 +6,7 @@ without importing it, as it does for the real one) and module-level stores the t
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 import textwrap
@@ -479,3 +480,32 @@ def test_a_completing_job_through_pyslurm_is_not_ended_and_gives_no_nodes():
     assert info.nodelist is None
     done = pyslurm_records.job_from_pyslurm(fake_job(state="COMPLETED", allocated_nodes="n[0-3]"))
     assert done.state.ended and done.nodelist == "n[0-3]"
+
+
+def test_exit_codes_of_jobs_that_failed_come_from_scontrol(fake_pyslurm, tmp_path):
+    """pyslurm reads exit status 137 as 9 and cannot tell it from a real 9: the non-zero exit
+    codes of ended jobs come from scontrol, one query for all of them; running jobs and jobs
+    that ended 0 never cost one."""
+    jobs.controller_jobs(None)
+    api = imported()
+    api.JOBS[42] = fake_job()  # running
+    api.JOBS[43] = fake_job(id=43, state="COMPLETED")  # ended 0
+    log = tmp_path / "scontrol-calls"
+    scontrol = tmp_path / "bin" / "scontrol"
+    answer = {
+        "jobs": [
+            {"job_id": 44, "job_state": ["FAILED"], "exit_code": {"return_code": {"number": 137},
+             "signal": {"id": {"number": 0}}}, "derived_exit_code": {"return_code":
+             {"number": 0}, "signal": {"id": {"number": 9}}}},
+        ]
+    }  # fmt: skip
+    scontrol.write_text(f"#!/bin/sh\necho \"$*\" >>{log}\necho '{json.dumps(answer)}'\n")
+    scontrol.chmod(0o755)
+    assert [i.exit_code for i in jobs.controller_jobs()] == [0, 0]
+    assert not log.exists()  # nothing ended non-zero: pyslurm alone
+    api.JOBS[44] = fake_job(id=44, state="FAILED", exit_code=9, derived_exit_code=0,
+                            exit_code_signal=0)  # fmt: skip
+    by_id = {i.job_id: i for i in jobs.controller_jobs()}
+    assert (by_id[44].exit_code, by_id[44].exit_signal, by_id[44].source) == (137, 0, "pyslurm")
+    assert by_id[42].exit_code == 0 and by_id[43].exit_code == 0
+    assert log.read_text().splitlines() == ["show job --json 44"]
