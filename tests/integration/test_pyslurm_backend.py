@@ -103,6 +103,14 @@ def test_same_records_through_both_backends(tmp_path, slurm_cluster):
     finally:
         for job in (running, held):
             jobs.cancel(job)
+    # The two backends' node records are read one after the other: wait until no job of this
+    # test still ends anywhere (a node COMPLETING in one answer and idle in the next).
+    for job in (running, held, failed, done):
+        settled(job, lambda i: i.ended)
+    deadline = time.monotonic() + TIMEOUT
+    while any("completing" in n.flags for n in through("cli", nodes.node_infos)):
+        assert time.monotonic() < deadline, "nodes still COMPLETING"
+        time.sleep(0.2)
     for query in (nodes.node_infos, nodes.partition_infos):
         assert through("pyslurm", query) == through("cli", query)
     some = list(slurm_cluster.nodes[1:3])
