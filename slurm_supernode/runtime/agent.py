@@ -32,6 +32,7 @@ from slurm_supernode.launch.inputs import JobInputs, load_inputs, rank_map_for_j
 from slurm_supernode.launch.request import whole_supernode_problems
 from slurm_supernode.placement.model import NodePlacement, RankMap
 from slurm_supernode.runtime import failfast
+from slurm_supernode.runtime.rank_entry import EXITS_ENV
 from slurm_supernode.site.model import Site
 
 RANK_ENTRY = str(Path(__file__).with_name("rank_entry.py"))
@@ -132,6 +133,8 @@ def plan_agent_launch(
         # (snrun logs, snrun status); --tee keeps the output in the Slurm log as well.
         logs = [f"--log-dir={log_dir}", "--redirects=3", "--tee=3"]
         env.update(forensics_env(env, log_dir, site.vendor, installed_torch()))
+        if fork:
+            env[EXITS_ENV] = rank_exits_dir(log_dir)
     argv = [
         python,
         FAST_EXIT,
@@ -303,6 +306,11 @@ def torchrun_pids(log_dir: str) -> list[int]:
     return found
 
 
+def rank_exits_dir(log_dir: str) -> str:
+    """Where this node's forked ranks mark a clean exit (``runtime/rank_entry``)."""
+    return os.path.join(log_dir, "rank-exits")
+
+
 def _run_torchrun(
     launch: AgentLaunch,
     inputs: JobInputs,
@@ -326,11 +334,17 @@ def _run_torchrun(
             shield_launcher=inputs.fork_workers,
             cpu_mark=cpu_mark,
             stop=stop,
+            exits=launch.env.get(EXITS_ENV),
         )
         return done, _stopped(done)
     plan = container_launch(container, launch, inputs, job_dir, environ, hostname)
     done = run_child(
-        plan.argv, environ, cpu_mark=cpu_mark, launcher=lambda: torchrun_pids(log_dir), stop=stop
+        plan.argv,
+        environ,
+        cpu_mark=cpu_mark,
+        launcher=lambda: torchrun_pids(log_dir),
+        stop=stop,
+        exits=launch.env.get(EXITS_ENV),
     )
     if done.code != 0 and not done.stopped and not os.path.exists(plan.started):
         # the enter script never ran: the image or the runtime failed, not the training
@@ -593,14 +607,20 @@ class _RankSightings:
     """When each of torchrun's children (its ranks) was last seen alive: a rank killed by a
     signal died after that time (``runtime/signal_deaths``). ``killed``: children seen dead of
     a signal that is a cause before torchrun reaped them (pid -> signal): a loaded torchrun may
-    notice seconds later. torchrun's PIDs are looked up until found, then kept (in a container
-    that lookup scans /proc)."""
+    notice seconds later. ``vanished``: ranks seen alive, now gone without the clean-exit mark
+    of ``exits`` (forked ranks leave one, ``runtime/rank_entry``): torchrun reaped a rank that
+    died before the agent saw its zombie, and stops the rank's siblings without a word (seconds
+    when one is stuck in a collective). torchrun's PIDs are looked up until found, then kept
+    (in a container that lookup scans /proc)."""
 
-    def __init__(self, roots: Callable[[], list[int]]) -> None:
+    def __init__(self, roots: Callable[[], list[int]], exits: str | None = None) -> None:
         self._roots = roots
+        self._exits = exits
         self._found: list[int] = []
+        self._ranks: set[int] = set()  # children seen alive that are ranks
         self.last_seen: dict[int, float] = {}
         self.killed: dict[int, int] = {}
+        self.vanished: set[int] = set()
 
     def look(self) -> None:
         from slurm_supernode.runtime.signal_deaths import STOP_SIGNALS
@@ -608,13 +628,26 @@ class _RankSightings:
         if not self._found:
             self._found = self._roots()
         now = time.time()
+        present = set()
         for root in self._found:
             for child in _children(root):
+                present.add(child)
                 sig = _zombie_signal(child)
                 if sig is None:
                     self.last_seen[child] = now
+                    if child not in self._ranks and _is_worker(child):
+                        self._ranks.add(child)
                 elif sig and _signal_name(sig) not in STOP_SIGNALS:
                     self.killed[child] = sig
+        if self._exits is not None:
+            self._look_for_vanished(present, self._exits)
+
+    def _look_for_vanished(self, present: set[int], exits: str) -> None:
+        from slurm_supernode.runtime.rank_entry import exit_mark
+
+        for pid in self._ranks - present - self.vanished:
+            if not os.path.exists(exit_mark(exits, pid)):
+                self.vanished.add(pid)
 
 
 def _is_worker(pid: int) -> bool:
@@ -690,6 +723,7 @@ def run_child(
     cpu_mark: Path | None = None,
     launcher: Callable[[], list[int]] | None = None,
     stop: Callable[[], failfast.StopRequest | None] | None = None,
+    exits: str | None = None,
 ) -> ChildExit:
     """Run torchrun as a child and forward signals: TERM/INT/HUP to torchrun (it stops its
     workers), USR1/USR2 to the training processes only (torchrun would die of them). Returns the
@@ -705,7 +739,9 @@ def run_child(
     srun step), the PIDs of torchrun; USR1/USR2 and the CPU watch go to what runs below it.
 
     ``stop``: this node's fail-fast stop request, looked at every 0.1 s; when it asks, torchrun
-    is stopped (``_stop_launcher``) and the result says why."""
+    is stopped (``_stop_launcher``) and the result says why; not while its own rank failed
+    (a torchrun that ends on its own, a rank seen dead, or gone without the clean-exit mark in
+    ``exits``, the folder forked ranks mark)."""
     import signal
     import subprocess
 
@@ -742,11 +778,12 @@ def run_child(
 
         # torchrun too: with forked workers it imports torch before any worker exists
         watch = start_cpu_watch(lambda: [proc.pid, *roots(), *below()], cpu_mark)
-    sightings = _RankSightings(roots)
+    sightings = _RankSightings(roots, exits)
 
     def ends_on_its_own() -> bool:
         sightings.look()  # now: the rank may have died since the last look
-        return bool(sightings.killed) or tail.holds(ENDING_ON_ITS_OWN)
+        failed = sightings.killed or sightings.vanished
+        return bool(failed) or tail.holds(ENDING_ON_ITS_OWN)
 
     stopper = None if stop is None else _LauncherStop(stop, roots, below, ends_on_its_own)
     while True:

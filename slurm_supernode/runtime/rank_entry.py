@@ -12,6 +12,11 @@ worker, stop and exit (seconds under load). A script's own non-zero ``sys.exit``
 too (``SystemExit: 1``): before the rank's sockets close, so before its peers' errors about
 the lost connection, and the failing rank, not a peer, is named first. Run by path; snrun is
 imported only for that record, and a record that cannot be written never hides the exception.
+
+A rank that ends well (the script returns or exits 0) leaves an empty file named by its process
+id in $SNRUN_RANK_EXITS: a rank of the agent's torchrun that is gone without one died (a signal
+torchrun reaped before the agent saw its zombie, an exception), and its node is a failing one
+(``runtime/agent``).
 """
 
 from __future__ import annotations
@@ -21,6 +26,13 @@ import runpy
 import sys
 import traceback
 
+EXITS_ENV = "SNRUN_RANK_EXITS"  # the folder of the clean-exit marks
+
+
+def exit_mark(folder: str, pid: int) -> str:
+    """The mark of process ``pid``'s clean exit in ``folder``."""
+    return os.path.join(folder, str(pid))
+
 
 def main() -> None:
     sys.argv = sys.argv[1:]  # [SCRIPT, ARGS...]: what the script expects
@@ -29,12 +41,28 @@ def main() -> None:
     except SystemExit as exc:  # the script's own exit code: no traceback to print
         if exc.code not in (None, 0):
             record(exc)
+        else:
+            mark_clean_exit()
         raise
     except Exception as exc:  # not KeyboardInterrupt
         traceback.print_exc()
         sys.stderr.flush()
         record(exc)
         raise
+    mark_clean_exit()
+
+
+def mark_clean_exit() -> None:
+    """The empty file that says this rank ended well (where the agent asks for one)."""
+    folder = os.environ.get(EXITS_ENV)
+    if not folder:
+        return
+    try:
+        os.makedirs(folder, exist_ok=True)
+        with open(exit_mark(folder, os.getpid()), "w"):
+            pass
+    except OSError:  # no mark: the agent spares the node, the step still ends
+        pass
 
 
 def record(exc: BaseException) -> None:

@@ -241,3 +241,131 @@ time.sleep(60)
     finally:
         launcher.kill()
         launcher.wait()
+
+
+@pytest.mark.parametrize(
+    ("body", "marked"),
+    [("pass", True), ("import sys; sys.exit(0)", True), ("import sys; sys.exit(3)", False),
+     ("raise RuntimeError('x')", False)],
+)  # fmt: skip
+def test_a_forked_rank_that_ends_well_leaves_its_mark(tmp_path: Path, body: str, marked: bool):
+    """rank_entry marks a clean exit with the rank's process id; a failure leaves none."""
+    script = tmp_path / "train.py"
+    script.write_text(body + "\n")
+    exits = tmp_path / "rank-exits"
+    env = dict(os.environ, SNRUN_RANK_EXITS=str(exits))
+    env.pop("SNRUN_JOB_DIR", None)
+    proc = subprocess.Popen(
+        [sys.executable, RANK_ENTRY, str(script)], env=env, stderr=subprocess.PIPE
+    )
+    proc.communicate(timeout=60)
+    assert (exits / str(proc.pid)).exists() is marked
+    assert (proc.returncode == 0) is marked
+
+
+# A launcher with two ranks: "clean" marks its exit and ends, "killed" dies of SIGKILL; it reaps
+# both at once (the agent never sees a zombie), then waits.
+REAPING_LAUNCHER = """
+import os, signal, sys, time
+exits, go = sys.argv[1], sys.argv[2]
+kids = []
+for how in ("clean", "killed"):
+    pid = os.fork()
+    if pid == 0:
+        while not os.path.exists(go):
+            time.sleep(0.01)
+        if how == "clean":
+            open(os.path.join(exits, str(os.getpid())), "w").close()
+            os._exit(0)
+        os.kill(os.getpid(), signal.SIGKILL)
+    kids.append(pid)
+print(*kids, flush=True)
+for pid in kids:
+    os.waitpid(pid, 0)
+print("reaped", flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_rank_gone_without_its_clean_exit_mark_has_vanished(tmp_path: Path) -> None:
+    """torchrun reaped a rank killed by a signal before the agent saw its zombie: without the
+    clean-exit mark the agent still knows it died (its node is a failing one)."""
+    exits, go = tmp_path / "rank-exits", tmp_path / "go"
+    exits.mkdir()
+    launcher = subprocess.Popen(
+        [sys.executable, "-c", REAPING_LAUNCHER, str(exits), str(go)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert launcher.stdout is not None
+        clean, killed = map(int, launcher.stdout.readline().split())
+        sightings = agent._RankSightings(lambda: [launcher.pid], str(exits))
+        sightings.look()
+        assert set(sightings.last_seen) == {clean, killed} and not sightings.vanished
+        go.touch()
+        assert launcher.stdout.readline() == "reaped\n"
+        sightings.look()
+        assert sightings.vanished == {killed} and not sightings.killed
+        unmarked = agent._RankSightings(lambda: [launcher.pid])  # spawned ranks: no marks
+        unmarked.look()
+        assert not unmarked.vanished
+    finally:
+        launcher.kill()
+        launcher.wait()
+
+
+# Two forked ranks on one node: rank 0 dies of SIGKILL, rank 1 takes a while to stop when
+# torchrun asks (as one stuck in a collective does) and says nothing meanwhile.
+KILLED_AND_SLOW_SIBLING = """
+import os, pathlib, signal, sys, time
+rank = int(os.environ["RANK"])
+if rank == 1:
+    signal.signal(signal.SIGTERM, lambda *_: (time.sleep(2), sys.exit(143)))
+    time.sleep(120)
+else:
+    pathlib.Path(sys.argv[1]).write_text(str(os.getpid()))
+    time.sleep(0.5)
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_stop_request_while_torchrun_stops_the_killed_ranks_sibling_spares_it(tmp_path):
+    """The stop request comes once torchrun has reaped the killed rank (no zombie to see) and
+    is still stopping its sibling: the node is spared, torchrun reports the SIGKILL."""
+    pytest.importorskip("torch")
+    script, pid_file = tmp_path / "train.py", tmp_path / "rank0.pid"
+    script.write_text(KILLED_AND_SLOW_SIBLING)
+    log_dir = node_log_dir(tmp_path, 0, "n1")
+    argv = [
+        sys.executable, FAST_EXIT, "-m", "torch.distributed.run", "--standalone",
+        "--nproc-per-node=2", f"--log-dir={log_dir}", "--redirects=3",
+        "--run-path", "--start-method=fork", RANK_ENTRY, str(script), str(pid_file),
+    ]  # fmt: skip
+    root = str(Path(__file__).resolve().parents[2])
+    exits = agent.rank_exits_dir(str(log_dir))
+    env = dict(
+        os.environ, PYTHONPATH=root, OMP_NUM_THREADS="1", PYTORCH_NVML_BASED_CUDA_CHECK="1",
+        SNRUN_RANK_EXITS=exits,
+    )  # fmt: skip
+    env.pop("SNRUN_JOB_DIR", None)
+
+    def request_once_reaped() -> None:
+        while not pid_file.exists() or not pid_file.read_text():
+            time.sleep(0.02)
+        pid = int(pid_file.read_text())
+        while os.path.exists(f"/proc/{pid}"):  # alive or a zombie: not reaped yet
+            time.sleep(0.02)
+        failfast.request_stop(tmp_path, 0, ["n0"], "n0 failed first")
+
+    threading.Thread(target=request_once_reaped, daemon=True).start()
+    sigs = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2)
+    saved = {s: signal.getsignal(s) for s in sigs}
+    try:
+        done = run_child(argv, env, stop=failfast.StopWatch(tmp_path, 0, "n1"), exits=exits)
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+    assert done.stopped is None and done.code == 1, done.tail[-2000:]
+    ranks = parse_failures(done.tail)
+    assert {r["rank"]: r.get("signal") for r in ranks}[0] == "SIGKILL", ranks
