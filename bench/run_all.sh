@@ -7,7 +7,8 @@
 # up is booted and taken down afterwards (one that was up stays up).
 # BENCH_RESTART_ONLY=requeue,lost-node (say) runs only those scenarios of bench_restart.py;
 # BENCH_CLUSTER_ONLY=1 skips the benchmarks that need no cluster; BENCH_PARTS (default
-# "submit restart failfast containers queries") picks the cluster benchmarks. Every part prints
+# "submit restart expedite failfast containers queries") picks the cluster benchmarks ("expedite":
+# what Slurm does with --requeue and --requeue=expedite, bench_expedite.py, on 25.11 and 26.05). Every part prints
 # the machine and its load average beside its figures (docs/benchmarks.md quotes them).
 # BENCH_PARTS may also name "boot": `minicluster up`/`down` times of each version before its other
 # parts (skipped for a cluster already up; bench_boot.py), "boot-scale" (not by default: the
@@ -19,7 +20,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MC=contrib/minicluster/minicluster
-PARTS=" ${BENCH_PARTS:-boot submit restart failfast containers queries} "
+PARTS=" ${BENCH_PARTS:-boot submit restart expedite failfast containers queries} "
 stamp() { echo "# $(date -u '+%F %T UTC') on $(hostname), $(nproc) CPUs, $(uptime | sed 's/.*\(load average\)/\1/')"; }
 after() { echo "# after: $(date -u '+%T UTC'), $(uptime | sed 's/.*\(load average\)/\1/')"; }
 if [ "${BENCH_CLUSTER_ONLY:-0}" != 1 ]; then
@@ -74,6 +75,10 @@ for v in ${BENCH_SLURM-host 24.11 25.11 26.05}; do  # BENCH_SLURM="": none
     stamp
     python3 bench/bench_restart.py ${BENCH_RESTART_ONLY:+--only "$BENCH_RESTART_ONLY"}
     after
+  fi
+  if [[ $PARTS == *" expedite "* ]] && [ ${#extra[@]} -gt 0 ] && [ "${extra[0]}" = --expedited-requeue ]; then
+    echo; echo "== Slurm $(sinfo --version) ($topo, ${extra[*]}): --requeue and --requeue=expedite, event by event"
+    python3 bench/bench_expedite.py --repeat 3
   fi
   if [[ $PARTS == *" failfast "* ]]; then
     echo; echo "== Slurm $(sinfo --version) ($topo): one rank crashes -> the next attempt's first step"
