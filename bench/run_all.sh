@@ -13,7 +13,8 @@
 # BENCH_PARTS may also name "boot": `minicluster up`/`down` times of each version before its other
 # parts (skipped for a cluster already up; bench_boot.py), "boot-scale" (not by default: the
 # rack-scale shape of make test-scale, 144 slurmd, ~1 min per version), and "build" (not by default, ~5-15
-# min each): the roots and Slurm 25.11 built from nothing into a scratch cache (bench_build.sh).
+# min each): the roots, Slurm 25.11 + pyslurm, pyxis + enroot and the container test image built
+# from nothing into scratch (bench_build.sh).
 # BENCH_CONTAINERS (default oci,pyxis,apptainer; empty: none) are the container runtimes the
 # clusters boot with (minicluster up --containers; Apptainer only on the namespaced roots) for
 # bench_containers.py.
