@@ -203,13 +203,18 @@ def _group_findings(
     host_of: dict[int, str],
     cfg: DoctorSettings,
 ) -> list[Finding]:
-    """Super nodes or cross-super-node groups against their peers."""
+    """Super nodes or cross-super-node groups against their peers. Groups of other ranks on
+    the same hosts (several ranks per node) that read the same are one line."""
     out, slow = _scope_findings("cross", scope, groups, host_of, cfg, what)
     med = statistics.median(g.busbw for g in groups)
+    said: set[tuple[str, str]] = set()
     for g in slow:
         hosts = group_hosts(g.ranks, host_of)
         sns = sorted({r.supernode for r in facts.ranks if r.rank in g.ranks})
         label = ",".join(sns) if scope == "supernode" else hosts_text(hosts)
+        if (label, f"{g.busbw:.2f}") in said:
+            continue
+        said.add((label, f"{g.busbw:.2f}"))
         out.append(
             Finding(
                 "cross",

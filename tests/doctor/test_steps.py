@@ -84,14 +84,42 @@ def test_differences_within_the_measured_noise_warn_and_never_fail(site):
     assert "slow in 1 of 3 repeats" in noted[0].measured
 
 
-def test_a_gap_smaller_than_the_spread_is_noise_a_steady_one_is_not(site):
-    # n5's pairs are slower in every repeat, but by less than the repeats scatter
-    wide = lambda scope, hosts: (40.0, 100.0, 160.0) if "n5" not in hosts else (30.0, 70.0, 110.0)  # noqa: E731
-    report = evaluate(site, facts(samples_of=wide))
+def test_a_gap_smaller_than_the_groups_own_scatter_is_noise_a_steady_one_is_not(site):
+    """n5's pairs are below the median in every repeat, but by less than any group's figures
+    move between repeats (each group on its own: not the whole machine at once): noise."""
+    orders = ((40.0, 100.0, 160.0), (160.0, 40.0, 100.0), (100.0, 160.0, 40.0))
+    seen: dict[tuple, tuple] = {}
+
+    def scattered(scope, hosts):
+        if "n5" in hosts:
+            return (20.0, 50.0, 55.0)
+        return seen.setdefault((scope, hosts), orders[len(seen) % 3])
+
+    report = evaluate(site, facts(samples_of=scattered))
     assert report.step_status("cross") == WARNING and not _find(report, "cross", "slow-node")
     steady = lambda scope, hosts: (99.0, 100.0, 101.0) if "n5" not in hosts else (60.0, 61.0, 60.0)  # noqa: E731
     (culprit,) = _find(evaluate(site, facts(samples_of=steady)), "cross", "slow-node")
     assert culprit.where == "n5" and culprit.status == CRITICAL
+
+
+def test_a_busy_machine_slowing_whole_repeats_does_not_hide_a_slow_node(site):
+    """Under a loaded test run one repeat ran at a fifth of the next one's speed on every
+    group alike (the absolute spread of the repeats exceeded the median): n5 at 15% of its
+    peers' speed in every repeat is still named; no other node is."""
+    import random
+
+    rng = random.Random(3)
+    machine = (0.2, 1.0, 2.5)  # the whole machine's speed in each repeat
+
+    def loaded(scope, hosts):
+        own = 0.15 if "n5" in hosts else 1.0
+        return [100.0 * m * own * rng.uniform(0.7, 1.3) for m in machine]
+
+    report = evaluate(site, facts(samples_of=loaded))
+    (culprit,) = _find(report, "cross", "slow-node")
+    assert culprit.where == "n5" and culprit.status == CRITICAL
+    (inside,) = _find(report, "intra", "node", CRITICAL)
+    assert inside.where == "n5"
 
 
 def test_a_single_measurement_warns_at_most(site):
@@ -267,3 +295,12 @@ def test_ascend_device_ips_read_on_the_node_against_the_site():
     # the hook reads through runtime.ascend: on this machine no tool and no hccn.conf
     ips, note = read_device_ips(site, "a3-001")
     assert ips is None and "hccn_tool not found" in note
+
+
+def test_slow_groups_of_other_ranks_on_the_same_hosts_are_one_line(site):
+    """Two ranks per node: two cross-super-node groups span the same two hosts; when both
+    are slow alike, the report says so once."""
+    slow = lambda scope, hosts: 10.0 if scope == "inter" and "n5" in hosts else 100.0  # noqa: E731
+    report = evaluate(site, facts(busbw_of=slow, nproc=2))
+    lines = [(f.where, f.measured) for f in _find(report, "cross", "inter", CRITICAL)]
+    assert lines and len(lines) == len(set(lines)), lines
