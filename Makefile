@@ -73,7 +73,7 @@ integration-24.11:
 # The newest Slurm: 26.05 (Debian forky) with topology.yaml (blocks as the cluster default) and
 # expedited requeues enabled and slurmdbd accounting; then 25.11 built from source, where the
 # Slurm layer's queries go through pyslurm (docs/pyslurm.md). The first run builds Slurm 25.11
-# and the pyslurm wheel (~10 min on 2 quiet cores, cached under /var/cache/snrun-minicluster).
+# and the pyslurm wheel once (bench/bench_build.sh 25.11 times it), cached under /var/cache/snrun-minicluster.
 test-slurm: install
 	$(MC) build --slurm 26.05
 	$(MAKE) --no-print-directory integration SLURM=26.05 TOPOLOGY=yaml EXPEDITE=1 ACCOUNTING=1
