@@ -62,7 +62,8 @@ def check_node(
 ) -> HealthOutcome:
     """Run the checks of ``options`` (node "": this host); with ``drain`` a critical node is
     drained (reason ``snrun: ...``), with ``resume_ok`` a passing node snrun drained is
-    resumed. A node drained for another reason keeps it."""
+    resumed. A node drained for another reason keeps it. With ``options.container`` the
+    all-reduce runs in that image (``api/health_image.py``), the other checks on the host."""
     from slurm_supernode.errors import InputError
     from slurm_supernode.health import checks
     from slurm_supernode.health.probe import run_checks
@@ -71,9 +72,21 @@ def check_node(
         raise InputError("drain or resume, not both", where="--drain", hint="drop --resume-ok")
     if options.paths and options.min_free_gb is None:
         raise InputError("needs --min-free-gb", where="--path", hint="e.g. --min-free-gb 10")
+    if options.container.request() is not None and not options.allreduce:
+        raise InputError(
+            "only the all-reduce runs in an image, and it was not asked for: the node checks "
+            "look at the host",
+            where="--container-image",
+            hint="add --allreduce, or drop --container-image",
+        )
     if not options.node:
         options = dataclasses.replace(options, node=JobEnvironment.from_environ().hostname())
-    results = tuple(run_checks(load_optional_site(site), options))
+    loaded = load_optional_site(site)
+    results = tuple(run_checks(loaded, options))
+    if options.allreduce and options.container.image is not None:
+        from slurm_supernode.api.health_image import allreduce_in_image
+
+        results += (allreduce_in_image(loaded, options),)
     outcome = HealthOutcome(options.node, checks.overall_status(results), results)
     if drain or resume_ok:
         return act_on_node(outcome, drain=drain, resume_ok=resume_ok)

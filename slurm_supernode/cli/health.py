@@ -2,6 +2,7 @@
 (argument parsing and printing; the checks and the drain are ``api/health.py``).
 
 Usable as Slurm's HealthCheckProgram or in a prolog (fast, no torch unless --allreduce).
+With --container-image the all-reduce runs in that image (in a job, for pyxis and Slurm OCI).
 Exit 0 ok, 1 warning, 2 critical, 3 unknown. With --drain a critical node is drained with
 reason ``snrun: ...``; with --resume-ok a passing node drained with that prefix is resumed,
 never one drained for another reason (NHC's convention).
@@ -14,6 +15,7 @@ import json
 import sys
 
 from slurm_supernode.cli.options import non_negative, number, positive, refuse_if
+from slurm_supernode.cli.submit import CONTAINER_OPTIONS, add_container_arguments, container_options
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -40,6 +42,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=30.0,
         help="all-reduce timeout (30 s)",
     )
+    add_container_arguments(p, "the all-reduce runs in the image; the node checks on the host")
     act = p.add_mutually_exclusive_group()
     act.add_argument("--drain", action="store_true", help="drain the node when critical")
     act.add_argument(
@@ -55,6 +58,7 @@ def run(ns: argparse.Namespace) -> int:
         ("allreduce_backend", "--allreduce-backend"),
         ("allreduce_nproc", "--allreduce-nproc"),
         ("timeout", "--timeout"),
+        *CONTAINER_OPTIONS,
     ):
         refuse_if(
             ns,
@@ -74,6 +78,7 @@ def run(ns: argparse.Namespace) -> int:
         allreduce_backend=ns.allreduce_backend,
         allreduce_nproc=ns.allreduce_nproc,
         timeout=ns.timeout,
+        container=container_options(ns),
     )
     outcome = check_node(options, site=ns.site, drain=ns.drain, resume_ok=ns.resume_ok)
     if outcome.note:

@@ -17,6 +17,7 @@ import time
 from slurm_supernode.health.checks import CRITICAL, OK, CheckResult
 
 ELEMENTS = 1 << 18  # 1 MiB of float32
+RESULT_PREFIX = "snrun-health-allreduce: "  # the result line of ``check`` (JSON follows)
 
 
 def _free_port() -> int:
@@ -25,13 +26,19 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def world_of(backend: str, devices: int, nproc: int | None) -> tuple[str, int]:
+    """The backend (``auto``: nccl where the node has NVIDIA devices, else gloo) and the
+    number of ranks (default: one per device for nccl, two for gloo)."""
+    if backend == "auto":
+        backend = "nccl" if devices > 0 and os.path.exists("/dev/nvidiactl") else "gloo"
+    return backend, nproc or (devices if backend == "nccl" and devices > 0 else 2)
+
+
 def allreduce_check(
     *, nproc: int | None, devices: int, backend: str = "auto", timeout: float = 30.0
 ) -> CheckResult:
     """Run the workers; critical on a wrong sum, a failure or the timeout."""
-    if backend == "auto":
-        backend = "nccl" if devices > 0 and os.path.exists("/dev/nvidiactl") else "gloo"
-    n = nproc or (devices if backend == "nccl" and devices > 0 else 2)
+    backend, n = world_of(backend, devices, nproc)
     port = _free_port()
     env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), OMP_NUM_THREADS="1")
     started = time.monotonic()
@@ -97,5 +104,18 @@ def _worker(rank: int, world: int, backend: str) -> int:
         dist.destroy_process_group()
 
 
+def _check_main(nproc: int, backend: str, timeout: float) -> int:
+    """``check N BACKEND TIMEOUT``: the whole check, its result as one JSON line on stdout
+    (how ``snrun health --container-image`` runs it inside the image and reads it back)."""
+    import dataclasses
+    import json
+
+    result = allreduce_check(nproc=nproc, devices=0, backend=backend, timeout=timeout)
+    print(RESULT_PREFIX + json.dumps(dataclasses.asdict(result)), flush=True)
+    return 0
+
+
 if __name__ == "__main__":
+    if sys.argv[1] == "check":
+        sys.exit(_check_main(int(sys.argv[2]), sys.argv[3], float(sys.argv[4])))
     sys.exit(_worker(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]))

@@ -10,11 +10,12 @@ from __future__ import annotations
 import glob
 import os
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from slurm_supernode import tools
 from slurm_supernode.health import checks
 from slurm_supernode.health.checks import CheckResult
+from slurm_supernode.launch.container_options import ContainerOptions
 from slurm_supernode.site.model import Site
 
 IMEX_DIR = "/dev/nvidia-caps-imex-channels"
@@ -39,6 +40,13 @@ class HealthOptions:
     allreduce_backend: str = "auto"
     allreduce_nproc: int | None = None  # default: the node's devices (gloo: 2)
     timeout: float = 30.0
+    # --container-*: the all-reduce in an image (api/health_image.py); the node checks stay on
+    # the host, which is what they look at
+    container: ContainerOptions = field(default_factory=ContainerOptions)
+
+    def __post_init__(self) -> None:
+        # the API takes the options, a mapping of their fields, or None (launch.container_options)
+        object.__setattr__(self, "container", ContainerOptions.of(self.container))
 
 
 def run_tool(argv: list[str], timeout: float = TOOL_TIMEOUT) -> tuple[int, str]:
@@ -100,7 +108,7 @@ def run_checks(site: Site | None, opts: HealthOptions) -> list[CheckResult]:
     if opts.min_free_gb is not None:
         for path in opts.paths or ("/tmp",):
             results.append(checks.check_free_space(path, free_bytes(path), opts.min_free_gb))
-    if opts.allreduce:
+    if opts.allreduce and opts.container.image is None:  # in an image: api/health_image.py
         from slurm_supernode.health.allreduce import allreduce_check
 
         node = site.node(opts.node) if site is not None and site.has_node(opts.node) else None

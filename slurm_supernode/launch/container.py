@@ -85,6 +85,12 @@ class ContainerSpec:
         return spec
 
 
+def own_package() -> str:
+    """snrun's own package directory: mounted into the image where snrun's in-job part (bench,
+    doctor, health's all-reduce) runs there (``resolve_container``'s ``snrun_package``)."""
+    return str(Path(__file__).resolve().parent.parent)
+
+
 def split_list(text: str | None) -> list[str]:
     """A comma-separated option value; empty items dropped."""
     return [item.strip() for item in (text or "").split(",") if item.strip()]

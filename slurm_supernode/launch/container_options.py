@@ -7,9 +7,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # loaded when an image is asked for
+    from slurm_supernode.launch.container import ContainerRequest
 
 _TEXT = ("image", "mounts", "workdir", "env", "name")
+_FIELDS = ", ".join((*_TEXT, "mount_home"))
 
 
 @dataclass(frozen=True)
@@ -30,6 +34,28 @@ class ContainerOptions:
             return self
         return dataclasses.replace(self, image=image)
 
+    def request(self) -> ContainerRequest | None:
+        """The options as one request; None without an image. The other options alone are
+        refused (they would be ignored silently): an InputError naming the first."""
+        if self.image is None:
+            given = [
+                f"--container-{k.replace('_', '-')}"
+                for k, v in dataclasses.asdict(self).items()
+                if v is not None
+            ]
+            if given:
+                from slurm_supernode.errors import InputError
+
+                raise InputError(
+                    f"{given[0]} without --container-image",
+                    where=given[0],
+                    hint="give the image with --container-image (or #SBATCH --container-image)",
+                )
+            return None
+        from slurm_supernode.launch.container import ContainerRequest
+
+        return ContainerRequest(**dataclasses.asdict(self))
+
     def jobspec_fields(self) -> dict[str, Any]:
         """As ``JobSpec``'s ``container_*`` fields (JobSpec refuses options without an image)."""
         return {f"container_{k}": v for k, v in dataclasses.asdict(self).items()}
@@ -37,6 +63,28 @@ class ContainerOptions:
     def to_dict(self) -> dict[str, Any]:
         """The given options only (a stored schedule keeps them)."""
         return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
+
+    @classmethod
+    def of(cls, value: object) -> ContainerOptions:
+        """``value`` as options: options, a mapping of their fields (a spec's ``container``,
+        e.g. ``{"image": ..., "mounts": ...}``) or None (no image); anything else, an unknown
+        key or a wrong type is an InputError: the API's jobs take any of these forms."""
+        if isinstance(value, ContainerOptions):
+            return value
+        if value is None:
+            return cls()
+        from slurm_supernode.errors import InputError
+
+        if not isinstance(value, Mapping):
+            raise InputError(
+                f"{value!r} is no ContainerOptions or mapping of its fields",
+                where="container",
+                hint="ContainerOptions(image=...) or {'image': ...}",
+            )
+        try:
+            return cls.from_dict(value)
+        except ValueError as exc:
+            raise InputError(str(exc), where="container", hint=f"fields: {_FIELDS}") from None
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ContainerOptions:

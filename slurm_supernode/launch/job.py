@@ -156,7 +156,7 @@ def _container(
     request = spec.container_request()
     if request is None:
         return None
-    from slurm_supernode.launch.container import resolve_container
+    from slurm_supernode.launch.container import own_package, resolve_container
 
     extra = (str(snapshot.dest),) if snapshot else ()
     available = facts.container_runtimes if facts else None
@@ -169,7 +169,7 @@ def _container(
         workdir=workdir,
         extra_paths=extra,
         available=available,
-        snrun_package=str(Path(__file__).resolve().parent.parent) if own else None,
+        snrun_package=own_package() if own else None,
         slurm_version=facts.version if facts else None,
     )
 

@@ -71,29 +71,16 @@ class JobSpec:
     def container_request(self) -> ContainerRequest | None:
         """The --container-* options as one request; None without an image (the other
         options alone are refused: they would be ignored silently)."""
-        if self.container_image is None:
-            given = [
-                f"--container-{n.replace('_', '-')}"
-                for n in ("mounts", "workdir", "env", "name", "mount_home")
-                if getattr(self, f"container_{n}") is not None
-            ]
-            if given:
-                raise InputError(
-                    f"{given[0]} without --container-image",
-                    where=given[0],
-                    hint="give the image with --container-image (or #SBATCH --container-image)",
-                )
-            return None
-        from slurm_supernode.launch.container import ContainerRequest
+        from slurm_supernode.launch.container_options import ContainerOptions
 
-        return ContainerRequest(
+        return ContainerOptions(
             image=self.container_image,
             mounts=self.container_mounts,
             workdir=self.container_workdir,
             env=self.container_env,
             name=self.container_name,
             mount_home=self.container_mount_home,
-        )
+        ).request()
 
     @property
     def name(self) -> str:

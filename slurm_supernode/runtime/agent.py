@@ -236,10 +236,10 @@ def container_launch(
     """Write this node's container files (enter script, OCI bundle) and return what to run:
     torchrun inside the job's container, the agent on the host."""
     from slurm_supernode.forensics.env import ERROR_HOOK_DIR
-    from slurm_supernode.fsutil import write_atomic
     from slurm_supernode.runtime.container_launch import (
         plan_container_launch,
         read_image_config,
+        write_launch_files,
     )
 
     try:
@@ -264,27 +264,13 @@ def container_launch(
         image_config=read_image_config(spec),
         home=environ.get("HOME"),
     )
-    for folder in plan.dirs:
-        Path(folder).mkdir(parents=True, exist_ok=True)
-    for point in plan.mount_points:  # best effort: a read-only image is runc's to judge
-        with contextlib.suppress(OSError):
-            Path(point).mkdir(parents=True, exist_ok=True)
-    for path, text in plan.files.items():
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(Path(path), text)
+    write_launch_files(plan)
     print(
         f"snrun: {hostname}: torchrun in {spec.runtime} container {spec.image}",
         file=sys.stderr,
         flush=True,
     )
     return plan
-
-
-def runtime_error(stderr_tail: str, code: int) -> str:
-    """The container runtime's last words (one line), for the ledger and ``snrun status``."""
-    lines = [line.strip() for line in stderr_tail.splitlines() if line.strip()]
-    lines = [line for line in lines if not line.startswith("srun: error:")] or lines
-    return (lines[-1] if lines else f"exit code {code}")[:300]
 
 
 def torchrun_pids(log_dir: str) -> list[int]:
@@ -348,6 +334,8 @@ def _run_torchrun(
     )
     if done.code != 0 and not done.stopped and not os.path.exists(plan.started):
         # the enter script never ran: the image or the runtime failed, not the training
+        from slurm_supernode.runtime.container_launch import runtime_error
+
         return done, {"container_failed": True, "error": runtime_error(done.tail, done.code)}
     return done, _stopped(done)
 

@@ -75,6 +75,30 @@ def plan_container_launch(
     return ContainerLaunch(argv, False, files, inside, shown, started)
 
 
+def write_launch_files(plan: ContainerLaunch) -> None:
+    """Write what ``plan`` runs on this node: its directories, the OCI mount points (best
+    effort: a read-only image is the runtime's to judge), the enter script and bundle."""
+    import contextlib
+
+    from slurm_supernode.fsutil import write_atomic
+
+    for folder in plan.dirs:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+    for point in plan.mount_points:
+        with contextlib.suppress(OSError):
+            Path(point).mkdir(parents=True, exist_ok=True)
+    for path, text in plan.files.items():
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(Path(path), text)
+
+
+def runtime_error(stderr_tail: str, code: int) -> str:
+    """The container runtime's last words (one line), for the ledger and ``snrun status``."""
+    lines = [line.strip() for line in stderr_tail.splitlines() if line.strip()]
+    lines = [line for line in lines if not line.startswith("srun: error:")] or lines
+    return (lines[-1] if lines else f"exit code {code}")[:300]
+
+
 def _given(env: Mapping[str, str], name: str) -> list[str]:
     return [p for p in env.get(name, "").split(os.pathsep) if p]
 
