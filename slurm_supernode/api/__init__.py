@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from slurm_supernode.api.chain_state import ChainState
     from slurm_supernode.api.job import Job, WaitTimeout
     from slurm_supernode.api.planning import JobPlan, plan
-    from slurm_supernode.api.spec import JobSpec, Layout
+    from slurm_supernode.api.spec import ContainerOptions, JobSpec, Layout
     from slurm_supernode.api.submission import submit
     from slurm_supernode.api.sweep import Sweep, grid, submit_sweep
     from slurm_supernode.api.watcher import Watcher
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 # which would hide the function of that name.
 _EXPORTS: dict[str, str] = {
     "JobSpec": "spec",
+    "ContainerOptions": "spec",
     "Layout": "spec",
     "JobPlan": "planning",
     "plan": "planning",
@@ -54,6 +55,7 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = [
     "ChainState",
+    "ContainerOptions",
     "Job",
     "JobPlan",
     "JobSpec",

@@ -66,6 +66,10 @@ class BenchJob:
     # --container-*: the bench in an image (default: the site's bench.container_image)
     container: ContainerOptions = field(default_factory=ContainerOptions)
 
+    def __post_init__(self) -> None:
+        # the API takes the options, a mapping of their fields, or None (launch.container_options)
+        object.__setattr__(self, "container", ContainerOptions.of(self.container))
+
 
 def choose_supernodes(site: Site, job: BenchJob) -> tuple[SuperNode, ...]:
     """The named super nodes in site order, or all of them when neither names nor -S."""

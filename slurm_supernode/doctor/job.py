@@ -49,6 +49,10 @@ class DoctorJob:
     # --container-*: the checks in an image
     container: ContainerOptions = field(default_factory=ContainerOptions)
 
+    def __post_init__(self) -> None:
+        # the API takes the options, a mapping of their fields, or None (launch.container_options)
+        object.__setattr__(self, "container", ContainerOptions.of(self.container))
+
 
 def results_db(site: Site, job: DoctorJob) -> str:
     return str(expand_path(job.db or site.paths.results_db).absolute())
