@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -265,7 +266,8 @@ def test_named_container_is_reused_by_the_restart_and_attach_logs_requeue_work(
     site = container_site(tmp_path, "pyxis")  # a root attempt 0 can write to: the site's option
     site.write_text(site.read_text() + "  options: [--container-writable]\n")
     # one node: every node of the test cluster is this one host, where one name is one
-    # container; pyxis' names outlive their job (container_scope=global): one per test run
+    # container; where pyxis' names outlive their job (container_scope=global, the host's
+    # 22.05): one per test run
     name = f"keep{os.getpid()}-{time.monotonic_ns()}"
     job_id, job_dir = submit(
         "--site", str(site), "-N", "1", "--allow-partial",
@@ -297,9 +299,12 @@ def test_named_container_is_reused_by_the_restart_and_attach_logs_requeue_work(
     requeue(job_id)
     final = wait_final(job_dir, 240)
     assert final["state"] == "COMPLETED", (final, attempts(job_dir))
-    assert record(0, 2) is not None and record(0, 2)["marker"]  # the requeued run: in the image
+    # the requeued run, in the image: with container_scope=job the requeue's epilog removed the
+    # container (a fresh one from the image: rank 0 sees no file), with global scope it is reused
+    kept = _pyxis_scope() == "global"
+    assert record(0, 2) == {"seen": kept, "marker": True}, (kept, _logs(job_dir))
     log = snrun("logs", str(job_id), "--rank", "1", jobs=jobs).stdout  # the newest attempt
-    assert "[rank 1] rank 1 attempt 2 named=True" in log and "attempt 1" not in log, log
+    assert "[rank 1] rank 1 attempt 2 named=" in log and "attempt 1" not in log, log
     log = snrun("logs", str(job_id), "--rank", "1", "--attempt", "1", jobs=jobs).stdout
     assert "[rank 1] rank 1 attempt 1 named=True" in log, log
 
@@ -348,3 +353,125 @@ def test_bench_runs_in_the_sites_bench_image(slurm_cluster, image: Path, tmp_pat
     marks = sorted(p.name for p in job_dir.glob("in-image.*"))
     assert marks == [f"in-image.{n}" for n in range(run.nodes)], (marks, _logs(job_dir))
     assert run.job_id == proc.stdout.split()[0] and run.world_size == run.nodes
+
+
+HOLD_SCRIPT = """\
+import os, time
+job_dir = os.environ["SNRUN_JOB_DIR"]
+open(os.path.join(job_dir, "ready"), "w").close()
+deadline = time.monotonic() + 120
+while not os.path.exists(os.path.join(job_dir, "go")) and time.monotonic() < deadline:
+    time.sleep(0.1)
+"""
+
+
+def _pyxis_scope() -> str:
+    """pyxis' container_scope as the running Slurm's plugstack.conf sets it (default global)."""
+    found = detect_container_runtimes().found.get("pyxis")
+    if found is None:
+        pytest.skip("needs pyxis (minicluster up --containers=pyxis)")
+    plugstack = Path(found.split(" in ", 1)[1])
+    for line in plugstack.read_text().splitlines():
+        if "spank_pyxis.so" in line and (m := re.search(r"\bcontainer_scope=(\w+)", line)):
+            return m[1]
+    return "global"
+
+
+def test_a_named_container_is_removed_when_its_job_ends(
+    slurm_cluster, image: Path, tmp_path: Path
+) -> None:
+    """pyxis with container_scope=job (the 24.11/26.05 roots, where enroot is on the fixed PATH
+    of pyxis' SPANK epilog): the job's named container is in `enroot list` while the job runs,
+    gone once the job has ended, and the epilog that removed it drained no node."""
+    from slurm_supernode.slurm.nodes import node_infos
+
+    if _pyxis_scope() != "job":
+        pytest.skip(
+            "pyxis runs with container_scope=global here (the host's 22.05: enroot is not on "
+            "the SPANK epilog's PATH; docs/containers.md)"
+        )
+    jobs = tmp_path / "jobs"
+    script = tmp_path / "hold.py"
+    script.write_text(HOLD_SCRIPT)
+    name = f"scoped{os.getpid()}"
+    job_id, job_dir = submit(
+        "--site", str(container_site(tmp_path, "pyxis")), "-N", "1", "--allow-partial",
+        "--nproc-per-node", "1", "--container-image", str(image.with_suffix(".sqsh")),
+        "--container-name", name, "--max-restarts", "0", "-t", "5", str(script), jobs=jobs,
+    )  # fmt: skip
+    container = f"pyxis_{job_id}_{name}"  # pyxis' name of a job-scoped container
+
+    def listed() -> list[str]:
+        out = subprocess.run(
+            slurm_cluster.inside("enroot", "list"), capture_output=True, text=True, timeout=60
+        )
+        assert out.returncode == 0, out.stderr
+        return out.stdout.split()
+
+    wait_for(lambda: (job_dir / "ready").exists(), 180, "the rank running in the container")
+    assert container in listed()
+    (job_dir / "go").touch()
+    final = wait_final(job_dir, 120)
+    assert final["state"] == "COMPLETED", (final, _logs(job_dir))
+    wait_for(lambda: container not in listed(), 60, f"pyxis' epilog removing {container}")
+    info = wait_for(
+        lambda: (i := job_info(job_id)) is not None and i.state.ended and i, 60, "the job ended"
+    )
+    (node,) = node_infos(info.nodelist)
+    assert not node.drained, (node.state, node.reason)
+
+
+HEALTH_PYTHON = """\
+#!/bin/sh
+# the site's python inside the image: refuses to run anywhere else, marks that it ran
+[ -e /etc/snrun-test-image ] || {{ echo "snrun test: not in the image" >&2; exit 97; }}
+: > "$SNRUN_TEST_MARKS/in-image"
+exec {python} "$@"
+"""
+
+
+def test_health_runs_its_allreduce_in_the_image(
+    runtime: str, image: Path, tmp_path: Path, slurm_cluster
+) -> None:
+    """`snrun health --allreduce --container-image` in a job step: the node checks on the host,
+    the gloo all-reduce in the image, through a python that exists only there (it refuses to
+    run anywhere else and marks that it ran). Outside a job, pyxis and Slurm OCI (which start
+    containers only as job steps) are refused in one line."""
+    tools, marks = tmp_path / "tools", tmp_path / "marks"
+    tools.mkdir()
+    marks.mkdir()
+    python = tools / "py"
+    python.write_text(HEALTH_PYTHON.format(python=Path(sys.executable).resolve()))
+    python.chmod(0o755)
+    site = container_site(tmp_path, runtime)
+    inside = "/opt/snrun-test-tools"
+    text = site.read_text()
+    site.write_text(
+        text.replace(f"python: {Path(sys.executable).resolve()}", f"python: {inside}/py")
+    )
+    img = {
+        "oci": image,
+        "pyxis": image.with_suffix(".sqsh"),
+        "apptainer": image.with_suffix(".sif"),
+    }
+    argv = [
+        sys.executable, "-m", "slurm_supernode", "health", "--site", str(site), "--allreduce",
+        "--allreduce-backend", "gloo", "--timeout", "180", "--container-image", str(img[runtime]),
+        "--container-mounts", f"{tools}:{inside}:ro,{marks}:{marks}", "--json",
+    ]  # fmt: skip
+    env = {**os.environ, "SNRUN_TEST_MARKS": str(marks)}
+    node = slurm_cluster.nodes[0]
+    step = ["srun", "-N1", "-n1", f"--nodelist={node}", "-t", "5", *argv]
+    proc = subprocess.run(step, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.stdout.strip(), proc.stderr
+    checks = {c["name"]: c for c in json.loads(proc.stdout)["checks"]}
+    assert checks["allreduce"]["status"] == 0, (checks, proc.stderr)
+    assert checks["allreduce"]["message"].endswith(f"(in the {runtime} image {img[runtime]})")
+    assert (marks / "in-image").exists()  # the all-reduce's python ran in the image
+    assert "devices" in checks  # the node checks ran too (on the host)
+    if runtime in ("pyxis", "oci"):
+        outside = {k: v for k, v in env.items() if not k.startswith("SLURM_JOB")}
+        proc = subprocess.run(argv, env=outside, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 2 and not proc.stdout, proc
+        (line,) = proc.stderr.strip().splitlines()
+        assert "only as a step of a job" in line and line.startswith("snrun health: error:"), line
