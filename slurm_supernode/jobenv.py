@@ -94,6 +94,7 @@ class JobEnvironment:
     node_id: int | None = None  # SLURM_NODEID: this node's index in the step
     topology_addr: str | None = None  # SLURM_TOPOLOGY_ADDR
     topology_addr_pattern: str | None = None  # SLURM_TOPOLOGY_ADDR_PATTERN
+    script_context: str | None = None  # SLURM_SCRIPT_CONTEXT: set in a prolog or epilog
     # torchrun's worker variables
     rank: int | None = None
     local_rank: int | None = None
@@ -138,6 +139,7 @@ class JobEnvironment:
             node_id=_int(environ, "SLURM_NODEID"),
             topology_addr=environ.get("SLURM_TOPOLOGY_ADDR") or None,
             topology_addr_pattern=environ.get("SLURM_TOPOLOGY_ADDR_PATTERN") or None,
+            script_context=environ.get("SLURM_SCRIPT_CONTEXT") or None,
             rank=_int(environ, "RANK"),
             local_rank=_int(environ, "LOCAL_RANK"),
             world_size=_int(environ, "WORLD_SIZE"),

@@ -39,7 +39,8 @@ _WHERE = "--container-image"
 def in_job(environ: Mapping[str, str]) -> bool:
     """Can this process start a step of its job? In a job (``SLURM_JOB_ID``) but not in a
     prolog or epilog (``SLURM_SCRIPT_CONTEXT``), where the job's steps cannot start yet."""
-    return bool(environ.get("SLURM_JOB_ID")) and not environ.get("SLURM_SCRIPT_CONTEXT")
+    job = JobEnvironment.from_environ(environ)
+    return job.job_id is not None and job.script_context is None
 
 
 def allreduce_in_image(
