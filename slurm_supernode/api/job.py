@@ -97,23 +97,26 @@ class Job:
     ) -> ChainState:
         """Until the chain has ended (its final ledger record; or Slurm's record says it ended
         with nobody to record it, for ``FINAL_RECORD_GRACE`` s). ``progress`` is called with
-        each new state. Raises ``WaitTimeout`` after ``timeout`` seconds."""
+        each new state; an ended one only once it is the final one (Slurm's word alone, read a
+        moment before the ledger's final record, is held back meanwhile). Raises
+        ``WaitTimeout`` after ``timeout`` seconds."""
         deadline = None if timeout is None else time.monotonic() + timeout
         last: ChainState | None = None
         slurm_only_since: float | None = None
         while True:
             now = self.state()
-            if progress is not None and now != last:
-                progress(now)
-            last = now
-            if now.ended and now.source == "ledger":
-                return now
-            if now.ended:  # Slurm's word alone: give a just-written final record a chance
+            if now.ended and now.source != "ledger":
+                # Slurm's word alone: give a just-written final record a chance
                 slurm_only_since = slurm_only_since or time.monotonic()
-                if time.monotonic() - slurm_only_since >= FINAL_RECORD_GRACE:
-                    return now
+                settled = time.monotonic() - slurm_only_since >= FINAL_RECORD_GRACE
             else:
                 slurm_only_since = None
+                settled = now.ended
+            if progress is not None and now != last and (settled or not now.ended):
+                progress(now)
+                last = now
+            if settled:
+                return now
             if deadline is not None and time.monotonic() >= deadline:
                 raise WaitTimeout(
                     f"job {self.job_id} did not end within {timeout:g} s (now {now})",

@@ -118,6 +118,26 @@ def test_wait_believes_slurm_alone_after_a_grace(tmp_path, slurm, monkeypatch):
     assert "without a final ledger record" in final.reason
 
 
+def test_wait_reports_an_ended_state_once_the_final_one(tmp_path, slurm):
+    """Slurm's record says COMPLETED a moment before the ledger's final record is read (the
+    watcher's answer is newer): progress never sees an ended state that is not the last."""
+    d = chain_dir(tmp_path, 46)
+    ledger.append(d, "attempt_start", attempt=0, job_id=46, nodes="n0")
+    slurm.set_state({46: "COMPLETED"})
+    job = Job(d, 46, watcher=fresh_watcher())
+    naps = []
+
+    def sleep(seconds: float) -> None:  # the final record lands during the second nap
+        naps.append(seconds)
+        if len(naps) == 2:
+            ledger.append(d, "final", job_id=46, state="COMPLETED", reason="done")
+
+    seen = []
+    final = job.wait(timeout=60, progress=seen.append, sleep=sleep)
+    assert final.source == "ledger" and final.ended
+    assert seen[-1] == final and not any(s.ended for s in seen[:-1]), seen
+
+
 def test_wait_gives_up_at_the_timeout(tmp_path, slurm):
     d = chain_dir(tmp_path, 44)
     slurm.set_state({44: "PENDING"})
