@@ -332,11 +332,16 @@ def _run_torchrun(
         stop=stop,
         exits=launch.env.get(EXITS_ENV),
     )
-    if done.code != 0 and not done.stopped and not os.path.exists(plan.started):
+    started = os.path.exists(plan.started)
+    if done.code != 0 and not done.stopped and not started:
         # the enter script never ran: the image or the runtime failed, not the training
         from slurm_supernode.runtime.container_launch import runtime_error
 
         return done, {"container_failed": True, "error": runtime_error(done.tail, done.code)}
+    if done.stopped and not started:
+        # stopped because another node failed first, before this node's container started:
+        # whether the image starts here is unknown (classify: a container that started nowhere)
+        return done, {**_stopped(done), "container_unstarted": True}
     return done, _stopped(done)
 
 

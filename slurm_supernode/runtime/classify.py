@@ -85,6 +85,8 @@ class AttemptResult:
     rank_errors: Mapping[str, str] = field(default_factory=dict)  # node -> "rank R: Type: msg"
     # nodes whose container did not start -> the runtime's reason
     container_failed: Mapping[str, str] = field(default_factory=dict)
+    # nodes stopped (another failed first) before their container started
+    container_unstarted: Sequence[str] = ()
 
 
 @dataclass(frozen=True)
@@ -152,12 +154,15 @@ def classify(result: AttemptResult) -> tuple[Cause, tuple[str, ...], str]:
 
 def _container_cause(result: AttemptResult) -> tuple[Cause, tuple[str, ...], str] | None:
     """A container that did not start: on every node the image is the cause (a restart
-    repeats it); on some nodes only, those nodes (image cache, runtime, mounts) are."""
+    repeats it); on some nodes only, while it started on others, those nodes (image cache,
+    runtime, mounts) are. Nodes stopped before their container started (fail fast: another
+    node failed first) showed nothing either way: they count as not started, so an image that
+    started nowhere is the image's fault however quickly the first failure stopped the rest."""
     if not result.container_failed or result.bad_nodes:
         return None
     failed_nodes = sorted(result.container_failed)
     why = result.container_failed[failed_nodes[0]]
-    if set(failed_nodes) >= set(result.hosts):
+    if set(failed_nodes) | set(result.container_unstarted) >= set(result.hosts):
         return Cause.CONTAINER, (), f"the container did not start on any node: {why}"
     return (
         Cause.NODE_FAILURE,

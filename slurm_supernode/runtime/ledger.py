@@ -85,6 +85,8 @@ class Attempt:
     rank_error_times: dict[str, float] = field(default_factory=dict)  # when each failed
     # nodes whose container did not start -> why (the runtime's last words)
     container_failed: dict[str, str] = field(default_factory=dict)
+    # nodes stopped (another failed first) before their container started
+    container_unstarted: list[str] = field(default_factory=list)
     cause: str | None = None
     action: str | None = None
     detail: str | None = None
@@ -127,6 +129,8 @@ def fold(records: list[dict[str, Any]] | Iterator[dict[str, Any]]) -> Chain:
                 a.config_errors[node] = str(rec.get("error") or "configuration error")
             if rec.get("container_failed"):
                 a.container_failed[node] = str(rec.get("error") or "")
+            if rec.get("container_unstarted"):
+                a.container_unstarted.append(node)
         elif ev == "rank_failed":
             node = str(rec.get("node", "?"))
             # the node's earliest failure: a rank killed by a signal is recorded by its agent

@@ -145,3 +145,27 @@ def test_a_container_that_starts_nowhere_stops_and_on_some_nodes_blames_them() -
     d = decide(two, [], default_budgets(3))
     assert (d.cause, d.action, d.exclude) == (C.NODE_FAILURE, A.REQUEUE, ("n0", "n1"))
     assert "did not start on n0,n1" in d.detail
+
+
+def test_nodes_stopped_before_their_container_started_prove_nothing() -> None:
+    """Under load one node's broken image fails first and fail fast stops the other before
+    its container starts: nothing started anywhere, so the image is the cause (a requeue
+    without the first node would only fail again); a node whose container did start proves
+    the image, and the failed node is blamed."""
+    why = "runc run failed: exec: /bin/sh: no such file"
+    unstarted = result(
+        step_exit=137,
+        node_exits={"n0": 137, "n1": 1, "n2": 137, "n3": 137},
+        container_failed={"n1": why},
+        container_unstarted=("n0", "n2", "n3"),
+    )
+    d = decide(unstarted, [], default_budgets(3))
+    assert (d.cause, d.action) == (C.CONTAINER, A.STOP) and why in d.detail
+    started_elsewhere = result(
+        step_exit=137,
+        node_exits={"n0": 137, "n1": 1, "n2": 137, "n3": 137},
+        container_failed={"n1": why},
+        container_unstarted=("n0",),
+    )
+    d = decide(started_elsewhere, [], default_budgets(3))
+    assert (d.cause, d.action, d.exclude) == (C.NODE_FAILURE, A.REQUEUE, ("n1",))

@@ -87,3 +87,16 @@ def test_writer_killed_mid_write_leaves_ledger_readable(tmp_path: Path) -> None:
     assert seqs == list(range(len(seqs))) and len(seqs) > 0
     chain = ledger.fold(records)
     assert chain.attempts[0].cause == "success"
+
+
+def test_fold_keeps_which_containers_failed_and_which_never_started() -> None:
+    recs = [
+        {"event": "attempt_start", "attempt": 0, "job_id": 7, "nodes": "n[0-1]", "time": 1.0},
+        {"event": "node_exit", "attempt": 0, "job_id": 7, "node": "n1", "exit_code": 1,
+         "container_failed": True, "error": "runc run failed", "time": 2.0},
+        {"event": "node_exit", "attempt": 0, "job_id": 7, "node": "n0", "exit_code": 137,
+         "stopped": "n1 failed first", "container_unstarted": True, "time": 2.5},
+    ]  # fmt: skip
+    (attempt,) = ledger.fold(recs).attempts
+    assert attempt.container_failed == {"n1": "runc run failed"}
+    assert attempt.container_unstarted == ["n0"]
