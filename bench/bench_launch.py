@@ -17,6 +17,7 @@ import argparse
 import os
 import platform
 import random
+import resource
 import statistics
 import subprocess
 import sys
@@ -30,11 +31,22 @@ ENV = os.environ | {"PYTHONPATH": str(ROOT)}
 
 
 def timed(cmd: list[str], env: dict[str, str], runs: int, cwd: str | None = None) -> list[float]:
+    return [wall for wall, _ in timed_cpu(cmd, env, runs, cwd)]
+
+
+def timed_cpu(
+    cmd: list[str], env: dict[str, str], runs: int, cwd: str | None = None
+) -> list[tuple[float, float]]:
+    """(wall, CPU) seconds of each run; CPU is the child's user + system time, which the load
+    of other processes on the machine changes far less than the wall time."""
     out = []
     for _ in range(runs):
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         subprocess.run(cmd, env=env, check=True, capture_output=True, cwd=cwd)
-        out.append(time.perf_counter() - t0)
+        wall = time.perf_counter() - t0
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        out.append((wall, r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime))
     return out
 
 
@@ -52,10 +64,15 @@ def dry_run_vs_import(runs: int) -> None:
         snrun = [sys.executable, "-m", "slurm_supernode", "--dry-run", "-S", "1", "t.py"]
         base = [sys.executable, "-c", "import jinja2, yaml"]
         timed(snrun, env, 1, cwd=tmp)  # warm: the page cache and the compiled-template cache
-        pairs = [(timed(snrun, env, 1, cwd=tmp)[0], timed(base, env, 1)[0]) for _ in range(runs)]
+        runs_cpu = [(timed_cpu(snrun, env, 1, cwd=tmp)[0], timed_cpu(base, env, 1)[0])
+                    for _ in range(runs)]  # fmt: skip
+    pairs = [(x[0], y[0]) for x, y in runs_cpu]
+    cpu = [(x[1], y[1]) for x, y in runs_cpu]
     a = statistics.median(x for x, _ in pairs)  # interleaved: drift hits both alike
     b = statistics.median(y for _, y in pairs)
     ratio = statistics.median(x / y for x, y in pairs)
+    ca = statistics.median(x for x, _ in cpu)
+    cb = statistics.median(y for _, y in cpu)
     print(
         f"dry run        : median {a * 1000:7.1f} ms over {runs} runs (snrun --dry-run -S 1 t.py)"
     )
@@ -63,6 +80,9 @@ def dry_run_vs_import(runs: int) -> None:
     verdict = "OK" if a / b <= 1.3 else "MISSED"
     print(f"ratio          : {a / b:.2f}x of medians (target <= 1.3x) {verdict}; "
           f"median of paired ratios {ratio:.2f}x")  # fmt: skip
+    print(f"CPU time       : median {ca * 1000:.1f} vs {cb * 1000:.1f} ms (user+sys), "
+          f"{ca / cb:.2f}x of medians; median of paired ratios "
+          f"{statistics.median(x / y for x, y in cpu):.2f}x")  # fmt: skip
 
 
 def squeue_state(job: str, env: dict[str, str]) -> str:

@@ -33,7 +33,8 @@ def test_dry_run_stays_light(tmp_path):
     """A dry run (the login path users wait on) loads neither torch nor the heavier helpers
     that only other paths need: ClusterShell's NodeSet (~25 ms), filelock; without a Slurm
     (no slurm.conf) not the Slurm layer's runner (subprocess), nor the container modules
-    without an image, nor difflib without a misspelt name (docs/benchmarks.md)."""
+    without an image or a site section of containers, nor the IP patterns of a site without
+    IPs, nor difflib without a misspelt name (docs/benchmarks.md)."""
     heavy = (
         "torch",
         "ClusterShell.NodeSet",
@@ -41,6 +42,9 @@ def test_dry_run_stays_light(tmp_path):
         "subprocess",
         "slurm_supernode.slurm.runner",
         "slurm_supernode.launch.container",
+        "slurm_supernode.launch.container_options",
+        "slurm_supernode.site.containers",
+        "slurm_supernode.site.ip_patterns",
         "difflib",
     )
     code = (

@@ -436,9 +436,17 @@ def spec_from_args(ns: argparse.Namespace) -> JobSpec:
         fork_workers=ns.fork_workers,
         workdir=ns.workdir,
         snapshot=ns.snapshot,
-        **container_options(ns).jobspec_fields(),
+        **_container_fields(ns),
         jobs_dir=ns.jobs_dir,
     )
+
+
+def _container_fields(ns: argparse.Namespace) -> dict[str, object]:
+    """JobSpec's ``container_*`` fields; none without a ``--container-*`` option (the
+    container modules stay unloaded on the plain path)."""
+    if all(getattr(ns, dest) is None for dest, _ in CONTAINER_OPTIONS):
+        return {}
+    return container_options(ns).jobspec_fields()
 
 
 def _check_input_file(path: str, option: str, *, must_be_path: bool) -> None:
