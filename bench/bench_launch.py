@@ -1,14 +1,15 @@
 """Issue 5 benchmarks: the login path stays light, and submission is as fast as plain sbatch.
 
 1. `snrun --dry-run -S 1 t.py` wall time against `python3 -c 'import jinja2, yaml'` (target:
-   within 1.3x, issue #26).
+   within 1.3x, issue #26); beside it the CPU time (user+sys) of both and, with
+   `--instructions`, the instructions each executes (valgrind), which load does not move.
 2. submit-to-RUNNING of `snrun` (target: 1.3x) and of `api.submit` from a running Python
    process (issue #26: target 1.1x) against plain `sbatch` on the local cluster,
    each submitted to a quiet cluster at a random moment of Slurm's scheduling cycle (the same
    for all three of a round), in rotating order; the time until the command printed the job id
    is shown too. Needs the local cluster up (`make cluster-up`); skipped with a note otherwise.
 
-    python3 bench/bench_launch.py [--runs N] [--submit-only | --dry-only]
+    python3 bench/bench_launch.py [--runs N] [--submit-only | --dry-only] [--instructions]
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import argparse
 import os
 import platform
 import random
+import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -30,15 +33,26 @@ ENV = os.environ | {"PYTHONPATH": str(ROOT)}
 
 
 def timed(cmd: list[str], env: dict[str, str], runs: int, cwd: str | None = None) -> list[float]:
+    return [wall for wall, _ in timed_cpu(cmd, env, runs, cwd)]
+
+
+def timed_cpu(
+    cmd: list[str], env: dict[str, str], runs: int, cwd: str | None = None
+) -> list[tuple[float, float]]:
+    """(wall, CPU) seconds of each run; CPU is the child's user + system time, which the load
+    of other processes on the machine changes far less than the wall time."""
     out = []
     for _ in range(runs):
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         subprocess.run(cmd, env=env, check=True, capture_output=True, cwd=cwd)
-        out.append(time.perf_counter() - t0)
+        wall = time.perf_counter() - t0
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        out.append((wall, r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime))
     return out
 
 
-def dry_run_vs_import(runs: int) -> None:
+def dry_run_vs_import(runs: int, count_instructions: bool = False) -> None:
     """``snrun --dry-run -S 1 t.py`` against ``python -c 'import jinja2, yaml'`` (issue #26:
     target <= 1.3x), median of ``runs`` paired runs, on a login node without Slurm."""
     env = ENV | {"SLURM_CONF": "/nonexistent/slurm.conf"}  # a login node without Slurm
@@ -52,10 +66,22 @@ def dry_run_vs_import(runs: int) -> None:
         snrun = [sys.executable, "-m", "slurm_supernode", "--dry-run", "-S", "1", "t.py"]
         base = [sys.executable, "-c", "import jinja2, yaml"]
         timed(snrun, env, 1, cwd=tmp)  # warm: the page cache and the compiled-template cache
-        pairs = [(timed(snrun, env, 1, cwd=tmp)[0], timed(base, env, 1)[0]) for _ in range(runs)]
+        if count_instructions:
+            ia, ib = instructions(snrun, env, cwd=tmp), instructions(base, env)
+            if ia is None or ib is None:
+                print("instructions   : not counted (valgrind missing or failed)")
+            else:
+                print(f"instructions   : {ia / 1e6:.1f} M vs {ib / 1e6:.1f} M (valgrind "
+                      f"callgrind, one run each): {ia / ib:.3f}x")  # fmt: skip
+        runs_cpu = [(timed_cpu(snrun, env, 1, cwd=tmp)[0], timed_cpu(base, env, 1)[0])
+                    for _ in range(runs)]  # fmt: skip
+    pairs = [(x[0], y[0]) for x, y in runs_cpu]
+    cpu = [(x[1], y[1]) for x, y in runs_cpu]
     a = statistics.median(x for x, _ in pairs)  # interleaved: drift hits both alike
     b = statistics.median(y for _, y in pairs)
     ratio = statistics.median(x / y for x, y in pairs)
+    ca = statistics.median(x for x, _ in cpu)
+    cb = statistics.median(y for _, y in cpu)
     print(
         f"dry run        : median {a * 1000:7.1f} ms over {runs} runs (snrun --dry-run -S 1 t.py)"
     )
@@ -63,6 +89,23 @@ def dry_run_vs_import(runs: int) -> None:
     verdict = "OK" if a / b <= 1.3 else "MISSED"
     print(f"ratio          : {a / b:.2f}x of medians (target <= 1.3x) {verdict}; "
           f"median of paired ratios {ratio:.2f}x")  # fmt: skip
+    print(f"CPU time       : median {ca * 1000:.1f} vs {cb * 1000:.1f} ms (user+sys), "
+          f"{ca / cb:.2f}x of medians; median of paired ratios "
+          f"{statistics.median(x / y for x, y in cpu):.2f}x")  # fmt: skip
+
+
+def instructions(cmd: list[str], env: dict[str, str], cwd: str | None = None) -> int | None:
+    """Instructions one run of ``cmd`` executes (valgrind's callgrind; None without valgrind):
+    the same on a quiet and on a loaded machine, unlike wall and CPU time."""
+    try:
+        proc = subprocess.run(
+            ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *cmd],
+            env=env, capture_output=True, text=True, cwd=cwd,
+        )  # fmt: skip
+    except FileNotFoundError:
+        return None
+    found = re.search(r"Collected : (\d+)", proc.stderr)
+    return int(found.group(1)) if found and proc.returncode == 0 else None
 
 
 def squeue_state(job: str, env: dict[str, str]) -> str:
@@ -189,12 +232,17 @@ def main() -> None:
         "--submit-only", action="store_true", help="only submit-to-RUNNING (per Slurm version)"
     )
     ap.add_argument("--dry-only", action="store_true", help="only the dry run (no cluster)")
+    ap.add_argument(
+        "--instructions",
+        action="store_true",
+        help="with the dry run: also count instructions under valgrind (independent of load)",
+    )
     ns = ap.parse_args()
     py = platform.python_version()
     slurm = subprocess.run(["sinfo", "--version"], capture_output=True, text=True).stdout.strip()
     print(f"# bench_launch on {platform.node()}: {os.cpu_count()} CPUs, Python {py}, {slurm}")
     if not ns.submit_only:
-        dry_run_vs_import(ns.runs)
+        dry_run_vs_import(ns.runs, ns.instructions)
     if not ns.dry_only:
         submit_to_running(max(3, ns.runs))
 

@@ -28,7 +28,7 @@ if [ "${BENCH_CLUSTER_ONLY:-0}" != 1 ]; then
   stamp
   echo "== site: load + validate a 100,000-device site";   python3 bench/bench_site.py
   echo; echo "== plan: rank map for 10k and 100k GPUs";    python3 bench/bench_plan.py
-  echo; echo "== launch: dry run";                          python3 bench/bench_launch.py --runs 10 --dry-only
+  echo; echo "== launch: dry run";                          python3 bench/bench_launch.py --runs 10 --dry-only --instructions
 fi
 if [[ $PARTS == *" build "* ]]; then
   echo; echo "== the test clusters' one-off builds, from nothing"

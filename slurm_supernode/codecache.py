@@ -8,10 +8,13 @@ every run, so its compiled code is kept in a file (``marshal``, per Python build
 next run loads it instead of compiling again: same code, same behaviour, ~1 ms instead of
 ~40 ms.
 
-Only the command line's entry point installs this (``install``), for its own process; a
-program that imports the package is left as it is. Nothing here is required: a cache that
-cannot be read or written is ignored; ``SNRUN_CACHE_DIR=off`` turns it off with the template
-cache.
+Only the command line's entry point installs this (``install``, once per process: a second
+call returns the first cache), for its own process; a program that imports the package is
+left as it is. The file maps each source text to its code in ``marshal`` bytes, decoded only
+when that text is used, so loading it costs ~1 ms whatever it holds; texts this run did not
+use are dropped once there are more than ``MOST_ENTRIES`` (old versions' classes pile up
+otherwise). Nothing here is required: a cache that cannot be read or written is ignored;
+``SNRUN_CACHE_DIR=off`` turns it off with the template cache.
 """
 
 from __future__ import annotations
@@ -26,9 +29,10 @@ from pathlib import Path
 from types import CodeType
 from typing import Any
 
-_KEY = f"{sys.implementation.cache_tag}-{sys.version_info.releaselevel}-{sys.hexversion:x}"
-# Texts of classes that changed since stay in the file; past this many it starts afresh.
-MOST_ENTRIES = 5000
+# per Python build; "-v2": values are marshal bytes (the first format held code objects)
+_KEY = f"{sys.implementation.cache_tag}-{sys.version_info.releaselevel}-{sys.hexversion:x}-v2"
+# Past this many texts, those this run did not use are dropped when the file is written.
+MOST_ENTRIES = 1000
 
 
 def cache_file(environ: Mapping[str, str] | None = None) -> Path | None:
@@ -49,11 +53,12 @@ class CompiledCode:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.codes: dict[str, CodeType] = {}
+        self.codes: dict[str, bytes] = {}  # text -> marshal.dumps(code)
+        self.used: set[str] = set()
         self.added = 0
         try:
             loaded = marshal.loads(path.read_bytes())
-            if isinstance(loaded, dict) and len(loaded) <= MOST_ENTRIES:
+            if isinstance(loaded, dict):
                 self.codes = loaded
         except (OSError, ValueError, EOFError, TypeError):
             pass
@@ -61,24 +66,38 @@ class CompiledCode:
     def exec(self, source: Any, globals_: Any = None, locals_: Any = None) -> None:
         """``exec`` with the compiled code of ``source`` taken from the cache when it is text."""
         if isinstance(source, str):
-            code = self.codes.get(source)
+            code = self._load(source)
             if code is None:
                 code = compile(source, "<string>", "exec")
-                self.codes[source] = code
+                self.codes[source] = marshal.dumps(code)
                 self.added += 1
+            self.used.add(source)
             source = code
         builtins.exec(source, globals_, locals_)
+
+    def _load(self, source: str) -> CodeType | None:
+        data = self.codes.get(source)
+        if not isinstance(data, bytes):
+            return None
+        try:
+            code = marshal.loads(data)
+        except (ValueError, EOFError, TypeError):
+            return None
+        return code if isinstance(code, CodeType) else None
 
     def save(self) -> None:
         """Write the cache if this run compiled something new (temp file, then rename)."""
         if not self.added:
             return
+        codes = self.codes
+        if len(codes) > MOST_ENTRIES:
+            codes = {text: data for text, data in codes.items() if text in self.used}
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp.write_bytes(marshal.dumps(self.codes))
+            tmp.write_bytes(marshal.dumps(codes))
             os.replace(tmp, self.path)
-        except OSError:
+        except (OSError, ValueError):
             tmp.unlink(missing_ok=True)
 
 
@@ -91,6 +110,9 @@ def install(environ: Mapping[str, str] | None = None) -> CompiledCode | None:
 
     if not any(hasattr(dataclasses, name) for name in ("_create_fn", "_FuncBuilder")):
         return None  # a Python whose dataclasses work differently: nothing to cache
+    installed = getattr(vars(dataclasses).get("exec"), "__self__", None)
+    if isinstance(installed, CompiledCode):
+        return installed  # installed already: loading the file again would cost as much
     path = cache_file(environ)
     if path is None:
         return None

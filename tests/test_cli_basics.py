@@ -31,12 +31,27 @@ def test_login_path_does_not_import_torch():
 
 def test_dry_run_stays_light(tmp_path):
     """A dry run (the login path users wait on) loads neither torch nor the heavier helpers
-    that only other paths need: ClusterShell's NodeSet (~25 ms), filelock."""
+    that only other paths need: ClusterShell's NodeSet (~25 ms), filelock; without a Slurm
+    (no slurm.conf) not the Slurm layer's runner (subprocess), nor the container modules
+    without an image or a site section of containers, nor the IP patterns of a site without
+    IPs, nor difflib without a misspelt name (docs/benchmarks.md)."""
+    heavy = (
+        "torch",
+        "ClusterShell.NodeSet",
+        "filelock",
+        "subprocess",
+        "slurm_supernode.slurm.runner",
+        "slurm_supernode.launch.container",
+        "slurm_supernode.launch.container_options",
+        "slurm_supernode.site.containers",
+        "slurm_supernode.site.ip_patterns",
+        "difflib",
+    )
     code = (
         "import sys; from slurm_supernode.cli.main import main;"
         f"rc = main(['--site', 'local', '-S', '2', '--jobs-dir', {str(tmp_path)!r},"
         " '--dry-run', 'train.py']);"
-        "heavy = sorted({'torch', 'ClusterShell.NodeSet', 'filelock'} & set(sys.modules));"
+        f"heavy = sorted(set({heavy!r}) & set(sys.modules));"
         "assert rc == 0 and not heavy, (rc, heavy)"
     )
     env = dict(os.environ, SLURM_CONF="/nonexistent/slurm.conf")

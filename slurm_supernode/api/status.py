@@ -34,3 +34,20 @@ def recent_chains(
 
     root = jobs_root(str(jobs_dir) if jobs_dir is not None else None, site)
     return root, status.recent_chains(own_job_dirs(root)[:last])
+
+
+def recent(
+    last: int, *, jobs_dir: str | Path | None = None, site: str | None = None
+) -> tuple[Path, list[dict[str, Any]]]:
+    """``snrun status`` without a job: the user's ``last`` most recent chains, then sweeps, a
+    row each, with one Slurm query for all of them (a job the controller no longer lists is
+    still looked up alone, in accounting)."""
+    from slurm_supernode.launch.jobdir import jobs_root, own_job_dirs
+    from slurm_supernode.runtime import status, sweep_status
+    from slurm_supernode.slurm.job_lookup import records_of_many
+
+    root = jobs_root(str(jobs_dir) if jobs_dir is not None else None, site)
+    record = records_of_many()
+    rows = status.recent_chains(own_job_dirs(root)[:last], record)
+    rows += sweep_status.recent_sweeps(own_job_dirs(root, "sweep.json")[:last], record)
+    return root, rows

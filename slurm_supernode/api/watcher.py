@@ -43,9 +43,9 @@ class Backoff:
 
 def _controller_jobs(job_ids: frozenset[int]) -> list[JobInfo]:
     """One controller query: the one job, or every job the controller knows."""
-    from slurm_supernode.slurm.job_lookup import controller_jobs
+    from slurm_supernode.slurm.job_lookup import jobs_in_one_query
 
-    return controller_jobs(next(iter(job_ids)) if len(job_ids) == 1 else None)
+    return jobs_in_one_query(job_ids)
 
 
 def _lookup_one(job_id: int) -> JobInfo | None:

@@ -2,7 +2,8 @@
 
 `snrun [options] SCRIPT [ARGS...]` submits a job; `snrun SUBCOMMAND ...` runs a sub-command.
 Each sub-command lives in its own module of this package, imported only when used, so the
-login-node path stays light (no torch, no rich unless needed).
+login-node path stays light (no torch, no rich unless needed). Nothing that makes a dataclass
+is imported before ``entry`` installed the cache of their compiled methods (codecache.py).
 """
 
 from __future__ import annotations
@@ -15,8 +16,6 @@ import sys
 from collections.abc import Sequence
 
 from slurm_supernode import __version__
-from slurm_supernode.errors import SnrunError
-from slurm_supernode.jobenv import SnrunSettings
 
 # name -> (module under slurm_supernode.cli, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
@@ -116,6 +115,9 @@ def _show_debug_log() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from slurm_supernode.errors import SnrunError
+    from slurm_supernode.jobenv import SnrunSettings
+
     args = list(sys.argv[1:] if argv is None else argv)
     debug = SnrunSettings.from_environ().debug
     while args[:1] == ["--debug"]:
@@ -184,7 +186,7 @@ def _drop_stdout() -> None:
 def entry() -> None:
     from slurm_supernode import codecache
 
-    codecache.install()  # (the console script imported this module first: a few are made)
+    codecache.install()  # before any dataclass is made (this module makes none)
     code = main()
     try:
         sys.stdout.flush()  # what print() left buffered goes out here, still inside snrun

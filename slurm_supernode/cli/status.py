@@ -37,11 +37,9 @@ def run(ns: argparse.Namespace) -> int:
     from slurm_supernode.runtime.status import format_chain, format_recent
 
     if ns.job is None:
-        from slurm_supernode.api.status import recent_chains
-        from slurm_supernode.api.sweep import recent_sweeps
+        from slurm_supernode.api.status import recent
 
-        root, rows = recent_chains(ns.last, jobs_dir=ns.jobs_dir, site=ns.site)
-        rows += recent_sweeps(root, ns.last)  # after the chains
+        root, rows = recent(ns.last, jobs_dir=ns.jobs_dir, site=ns.site)  # chains, then sweeps
         print(json.dumps(rows, indent=2) if ns.json else format_recent(rows, root))
         return 0
     from slurm_supernode.api.status import chain_status, find_job_dir

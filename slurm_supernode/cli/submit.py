@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from slurm_supernode.cli.layout_args import add_layout_arguments, layout_from_args
 from slurm_supernode.cli.options import (
@@ -436,9 +436,17 @@ def spec_from_args(ns: argparse.Namespace) -> JobSpec:
         fork_workers=ns.fork_workers,
         workdir=ns.workdir,
         snapshot=ns.snapshot,
-        **container_options(ns).jobspec_fields(),
+        **_container_fields(ns),
         jobs_dir=ns.jobs_dir,
     )
+
+
+def _container_fields(ns: argparse.Namespace) -> dict[str, Any]:
+    """JobSpec's ``container_*`` fields; none without a ``--container-*`` option (the
+    container modules stay unloaded on the plain path)."""
+    if all(getattr(ns, dest) is None for dest, _ in CONTAINER_OPTIONS):
+        return {}
+    return container_options(ns).jobspec_fields()
 
 
 def _check_input_file(path: str, option: str, *, must_be_path: bool) -> None:

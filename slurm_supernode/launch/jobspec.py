@@ -71,6 +71,16 @@ class JobSpec:
     def container_request(self) -> ContainerRequest | None:
         """The --container-* options as one request; None without an image (the other
         options alone are refused: they would be ignored silently)."""
+        options = (
+            self.container_image,
+            self.container_mounts,
+            self.container_workdir,
+            self.container_env,
+            self.container_name,
+            self.container_mount_home,
+        )
+        if all(option is None for option in options):
+            return None  # the common case: the container modules stay unloaded
         from slurm_supernode.launch.container_options import ContainerOptions
 
         return ContainerOptions(

@@ -90,11 +90,16 @@ def to_json(summary: dict[str, Any]) -> str:
     return json.dumps(summary, indent=2)
 
 
-def recent_chains(job_dirs: list[Path]) -> list[dict[str, Any]]:
-    """One row per job chain: its job ids, state, attempts and directory."""
+def recent_chains(job_dirs: list[Path], record: JobRecord | None = None) -> list[dict[str, Any]]:
+    """One row per job chain: its job ids, state, attempts and directory. ``record``: Slurm's
+    record of a job (default: one query for every chain listed that has no final record)."""
+    if record is None:
+        from slurm_supernode.slurm.job_lookup import records_of_many
+
+        record = records_of_many()
     rows = []
     for d in job_dirs:
-        summary = chain_summary(d)
+        summary = chain_summary(d, record)
         attempts = summary["attempts"]
         started = next((a["start"] for a in attempts if a.get("start")), None)
         rows.append(

@@ -12,7 +12,6 @@ from typing import Any
 
 from slurm_supernode.launch.sweep import SWEEP_FILE
 from slurm_supernode.runtime.status import JobRecord, chain_summary
-from slurm_supernode.slurm.jobinfo import JobInfo
 
 ACTIVE = ("RUNNING", "PENDING")  # any other state: the task's chain has ended (or waits held)
 
@@ -33,7 +32,9 @@ def sweep_summary(sweep_dir: Path, record: JobRecord | None = None) -> dict[str,
     query for the whole sweep)."""
     data = json.loads((sweep_dir / SWEEP_FILE).read_text())
     if record is None:
-        record = one_query_records()
+        from slurm_supernode.slurm.job_lookup import records_of_many
+
+        record = records_of_many()
     rows = []
     for task in data["tasks"]:
         chain = chain_summary(Path(task["job_dir"]), record)
@@ -64,11 +65,16 @@ def sweep_summary(sweep_dir: Path, record: JobRecord | None = None) -> dict[str,
     }
 
 
-def recent_sweeps(sweep_dirs: list[Path]) -> list[dict[str, Any]]:
-    """One row per sweep, shaped like ``status.recent_chains``' rows (``snrun status``)."""
+def recent_sweeps(sweep_dirs: list[Path], record: JobRecord | None = None) -> list[dict[str, Any]]:
+    """One row per sweep, shaped like ``status.recent_chains``' rows (``snrun status``).
+    ``record``: as for ``sweep_summary`` (default: one query for every sweep listed)."""
+    if record is None:
+        from slurm_supernode.slurm.job_lookup import records_of_many
+
+        record = records_of_many()
     rows = []
     for d in sweep_dirs:
-        summary = sweep_summary(d)
+        summary = sweep_summary(d, record)
         array = summary["array_job_id"]
         rows.append(
             {
@@ -127,32 +133,6 @@ def format_sweep(summary: dict[str, Any]) -> str:
         ]
         lines.append("  ".join([*cells, row[-1]]).rstrip())
     return "\n".join(lines)
-
-
-def one_query_records() -> JobRecord:
-    """Slurm's records for many jobs from one controller query, made on first need (an
-    unreachable controller is asked once). A job the controller no longer lists, or lists as
-    ended, is looked up alone as ``job_info`` does (accounting fills its exit code)."""
-    from slurm_supernode.errors import SlurmError
-    from slurm_supernode.slurm.job_lookup import controller_jobs, job_info
-
-    known: dict[int, JobInfo] = {}
-    failed: list[SlurmError] = []
-    asked: list[bool] = []
-
-    def record(job_id: int) -> JobInfo | None:
-        if not asked:
-            asked.append(True)
-            try:
-                known.update((info.job_id, info) for info in controller_jobs(None))
-            except SlurmError as exc:
-                failed.append(exc)
-        if failed:
-            raise failed[0]
-        info = known.get(job_id)
-        return info if info is not None and not info.ended else job_info(job_id)
-
-    return record
 
 
 def all_ended(summary: dict[str, Any]) -> bool:

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from slurm_supernode.site.ip_patterns import IpSource, render_pattern
 from slurm_supernode.site.limits import (
     MAX_CPUS,
     MAX_DEVICES_PER_NODE,
@@ -20,6 +19,9 @@ from slurm_supernode.site.limits import (
 from slurm_supernode.site.model import NicSpec, Node, NodeSpec, SlurmSettings, SuperNode
 from slurm_supernode.site.validate import Loc, check_device_groups
 from slurm_supernode.site.yaml_reader import NodeReader
+
+if TYPE_CHECKING:
+    from slurm_supernode.site.ip_patterns import IpSource
 
 SPEC_KEYS = (
     "devices",
@@ -150,8 +152,8 @@ class SupernodeBuilder(NodeReader):
             raw.append(self._supernode(item, i))
         all_hosts = {h for r in raw for h, *_ in r["hosts"]}
         overrides, applies = self._overrides(top, all_hosts)
-        ips = IpSource.parse(self, top.get("device_ips"), "device_ips", devices=True)
-        hips = IpSource.parse(self, top.get("host_ip"), "host_ip", devices=False)
+        ips = self._ip_source(top.get("device_ips"), "device_ips", devices=True)
+        hips = self._ip_source(top.get("host_ip"), "host_ip", devices=False)
         for src in (ips, hips):
             if src:
                 self._known(list(src.explicit), all_hosts, src.node)
@@ -340,8 +342,8 @@ class SupernodeBuilder(NodeReader):
             self.src.sn_feature[i] = self.loc(m["feature"][1])
         if "node_defaults" in m:
             r["layer"] = self._spec_layer(m["node_defaults"][1], f"{what}.node_defaults", 1)
-        r["device_ips"] = IpSource.parse(self, m.get("device_ips"), f"{what}.device_ips", True)
-        r["host_ip"] = IpSource.parse(self, m.get("host_ip"), f"{what}.host_ip", False)
+        r["device_ips"] = self._ip_source(m.get("device_ips"), f"{what}.device_ips", True)
+        r["host_ip"] = self._ip_source(m.get("host_ip"), f"{what}.host_ip", False)
         own = {h for h, *_ in r["hosts"]}
         for src in (r["device_ips"], r["host_ip"]):
             if src and src.explicit:
@@ -447,6 +449,15 @@ class SupernodeBuilder(NodeReader):
         return NodeSpec(devices=devices, device_groups=groups, **kw)
 
     # -- device and host IPs ------------------------------------------------------------
+    def _ip_source(self, item: tuple | None, what: str, devices: bool) -> IpSource | None:
+        """``device_ips`` / ``host_ip`` as given; None without (ip_patterns.py then stays
+        unloaded: only Ascend sites give IPs)."""
+        if item is None:
+            return None
+        from slurm_supernode.site.ip_patterns import IpSource
+
+        return IpSource.parse(self, item, what, devices)
+
     def _render_ips(
         self,
         sources: tuple[IpSource | None, ...],
@@ -458,6 +469,8 @@ class SupernodeBuilder(NodeReader):
         present = [s for s in sources if s is not None]
         if not present:  # the common case (non-Ascend): no IPs at all
             return None
+        from slurm_supernode.site.ip_patterns import render_pattern  # loaded by _ip_source
+
         target = self.src.device_ip_src if present[0].devices else self.src.host_ip_src
         for src in present:
             if host in src.explicit:

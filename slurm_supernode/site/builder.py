@@ -7,7 +7,6 @@ import yaml
 
 from slurm_supernode.site.build_settings import SettingsBuilder
 from slurm_supernode.site.build_supernodes import SupernodeBuilder
-from slurm_supernode.site.containers import parse_containers
 from slurm_supernode.site.model import (
     VENDORS,
     BenchSettings,
@@ -71,11 +70,11 @@ class SiteBuilder(SupernodeBuilder, SettingsBuilder):
             else False
         )
         restarts = self._restarts(top["restarts"][1]) if "restarts" in top else ()
-        containers = (
-            parse_containers(self, top["containers"][1])
-            if "containers" in top
-            else ContainerSettings()
-        )
+        containers = ContainerSettings()
+        if "containers" in top:  # the container modules load only for a site that has some
+            from slurm_supernode.site.containers import parse_containers
+
+            containers = parse_containers(self, top["containers"][1])
         if supernodes is None:
             return None
         return Site(

@@ -18,6 +18,7 @@ non-zero, and the `-P` text form is tried, which then fails the same way. The co
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection
 from dataclasses import replace
 
 from slurm_supernode.errors import SlurmError, SlurmErrorKind
@@ -164,6 +165,37 @@ def job_info(job_id: int) -> JobInfo | None:
     if logged is not None or answered:
         return logged
     return sacct_text_job_info(job_id)
+
+
+def jobs_in_one_query(job_ids: Collection[int] = ()) -> list[JobInfo]:
+    """One controller query for many jobs: the one job when one is asked, else every job the
+    controller knows (a caller picks its own). The watcher polls with it; ``records_of_many``
+    answers from it."""
+    return controller_jobs(next(iter(job_ids)) if len(job_ids) == 1 else None)
+
+
+def records_of_many() -> Callable[[int], JobInfo | None]:
+    """``job_info`` for many jobs from one controller query, made on first need (an
+    unreachable controller is asked once: the same SlurmError each time). A job the controller
+    no longer lists, or lists as ended, is looked up alone as ``job_info`` does (accounting
+    fills its exit code)."""
+    known: dict[int, JobInfo] = {}
+    failed: list[SlurmError] = []
+    asked: list[bool] = []
+
+    def record(job_id: int) -> JobInfo | None:
+        if not asked:
+            asked.append(True)
+            try:
+                known.update((info.job_id, info) for info in jobs_in_one_query())
+            except SlurmError as exc:
+                failed.append(exc)
+        if failed:
+            raise failed[0]
+        info = known.get(job_id)
+        return info if info is not None and not info.ended else job_info(job_id)
+
+    return record
 
 
 def jobs_named(name: str) -> list[JobInfo]:
