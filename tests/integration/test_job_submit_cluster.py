@@ -151,7 +151,9 @@ def test_snrun_request_over_two_super_nodes_passes_on_the_running_topology(
     both as a plain job over two super nodes); on tree a plain -N5 is sent to `snrun -S 2` and
     snrun's heterogeneous job passes."""
     site = load_site(str(lua_conf.parent / "site.yaml"))
-    assert site.slurm.strategy == "auto"
+    # topology.yaml: the exporter makes the site's strategy the cluster default (gen-shape)
+    yaml = slurm_cluster.topology_option == "yaml"
+    assert site.slurm.strategy == ("block" if yaml else "auto")
     spec = JobSpec(program="train.py", supernodes=2, time="5", job_name="auto-k2")
     req = plan_request(spec, site, gather_facts(site, required=True))
     block = slurm_cluster.topology == "block"
