@@ -10,15 +10,24 @@ from collections.abc import Sequence
 from slurm_supernode.bench.model import GroupResult
 from slurm_supernode.doctor.model import SKIP, DoctorFacts, Finding
 from slurm_supernode.doctor.noise import Noise, split_by_noise
-from slurm_supernode.doctor.verdicts import group_hosts, hosts_text, largest, size_text, slow_groups
+from slurm_supernode.doctor.verdicts import (
+    group_hosts,
+    hosts_text,
+    largest,
+    peers_median,
+    size_text,
+    slow_groups,
+)
 from slurm_supernode.health.checks import CRITICAL, OK, WARNING
 from slurm_supernode.site.model import DoctorSettings, Site
 
 
 def _scope_findings(
-    step: str, scope: str, groups: list[GroupResult], host_of, cfg, what: str
+    step: str, scope: str, groups: list[GroupResult], host_of, cfg, what: str, label_of=None
 ) -> tuple[list[Finding], list[GroupResult]]:
-    """Wrong results and slow groups of one scope, plus one summary line."""
+    """Wrong results and slow groups of one scope, plus one summary line. ``label_of`` names
+    a group in the warnings (default: its hosts)."""
+    label_of = label_of or (lambda g: hosts_text(group_hosts(g.ranks, host_of)))
     out = []
     for g in groups:
         if g.wrong:
@@ -46,7 +55,7 @@ def _scope_findings(
     calm = not slow and not noise.within and not any(g.wrong for g in groups)
     expected = (
         f"no {what[:-1] if what.endswith('s') else what} more than {cfg.slow_pct:g}% "
-        "below the median"
+        "below the median of the others"
     )
     out.append(
         Finding(
@@ -58,28 +67,33 @@ def _scope_findings(
             where=hosts_text(h for g in groups for h in group_hosts(g.ranks, host_of)),
         )
     )
-    out += _noise_findings(step, scope, noise, statistics.median(busbw), host_of, cfg, expected)
+    out += _noise_findings(step, scope, noise, groups, label_of, cfg, expected)
     return out, slow
 
 
-def _noise_findings(step, scope, noise: Noise, center: float, host_of, cfg, expected: str):
-    """A warning per group below the median that the repeats do not show to be slow."""
+def _noise_findings(step, scope, noise: Noise, groups, label_of, cfg, expected: str):
+    """A warning per group below its peers that the repeats do not show to be slow."""
     out = []
     for g in noise.within:
-        hosts = hosts_text(group_hosts(g.ranks, host_of))
+        label = label_of(g)
         out.append(
             Finding(
                 step,
                 scope,
                 WARNING,
-                f"{hosts}: {g.busbw:.2f} GB/s busbw (median {center:.2f}); "
-                + noise.why(g, center, cfg.slow_pct),
-                where=hosts,
+                f"{label}: {g.busbw:.2f} GB/s busbw (peers' median {_peers_busbw(groups, g):.2f}); "
+                + noise.why(g, cfg.slow_pct),
+                where=label,
                 expected=expected,
                 next="rerun snrun doctor (more --iters); a real fault is slow in every repeat",
             )
         )
     return out
+
+
+def _peers_busbw(groups: Sequence[GroupResult], g: GroupResult) -> float:
+    """The median busbw of the groups other than ``g``: what ``g`` is judged against."""
+    return peers_median([h.busbw for h in groups], groups.index(g))
 
 
 def intra_step(site: Site, facts: DoctorFacts, cfg: DoctorSettings) -> list[Finding]:
@@ -95,7 +109,6 @@ def intra_step(site: Site, facts: DoctorFacts, cfg: DoctorSettings) -> list[Find
         ]
     host_of = {r.rank: r.host for r in facts.ranks}
     out, slow = _scope_findings("intra", "node", groups, host_of, cfg, "nodes")
-    med = statistics.median(g.busbw for g in groups)
     for g in slow:
         host = group_hosts(g.ranks, host_of)[0]
         out.append(
@@ -103,9 +116,10 @@ def intra_step(site: Site, facts: DoctorFacts, cfg: DoctorSettings) -> list[Find
                 "intra",
                 "node",
                 CRITICAL,
-                f"{g.busbw:.2f} GB/s busbw inside the node (median of nodes {med:.2f})",
+                f"{g.busbw:.2f} GB/s busbw inside the node (median of the other nodes "
+                f"{_peers_busbw(groups, g):.2f})",
                 where=host,
-                expected=f"within {cfg.slow_pct:g}% of the median",
+                expected=f"within {cfg.slow_pct:g}% of the median of its peers",
                 next=f"nvidia-smi topo -m and nvidia-smi nvlink -s on {host}; "
                 "snrun health --allreduce there",
             )
@@ -174,7 +188,7 @@ def _pair_findings(
                 CRITICAL,
                 f"{host} is slow in both pairings: {figures} GB/s (median of pairs {med:.2f})",
                 where=host,
-                expected=f"within {cfg.slow_pct:g}% of the median",
+                expected=f"within {cfg.slow_pct:g}% of the median of its peers",
                 next=f"drain {host} and rerun; on it: snrun health --allreduce, "
                 "ibstat / nvidia-smi nvlink -s, dmesg",
             )
@@ -188,7 +202,7 @@ def _pair_findings(
                 f"the pair {'+'.join(pair)} is slow in one pairing only: the "
                 "link between them, or a node the other pairing did not test",
                 where=",".join(pair),
-                expected=f"within {cfg.slow_pct:g}% of the median",
+                expected=f"within {cfg.slow_pct:g}% of the median of its peers",
                 next="cables/ports of both nodes; rerun with --nodes on them",
             )
         )
@@ -205,13 +219,17 @@ def _group_findings(
 ) -> list[Finding]:
     """Super nodes or cross-super-node groups against their peers. Groups of other ranks on
     the same hosts (several ranks per node) that read the same are one line."""
-    out, slow = _scope_findings("cross", scope, groups, host_of, cfg, what)
-    med = statistics.median(g.busbw for g in groups)
+    sn_of = {r.rank: r.supernode for r in facts.ranks}
+
+    def label_of(g: GroupResult) -> str:
+        if scope == "supernode":
+            return ",".join(sorted({str(sn_of.get(r)) for r in g.ranks}))
+        return hosts_text(group_hosts(g.ranks, host_of))
+
+    out, slow = _scope_findings("cross", scope, groups, host_of, cfg, what, label_of)
     said: set[tuple[str, str]] = set()
     for g in slow:
-        hosts = group_hosts(g.ranks, host_of)
-        sns = sorted({r.supernode for r in facts.ranks if r.rank in g.ranks})
-        label = ",".join(sns) if scope == "supernode" else hosts_text(hosts)
+        label = label_of(g)
         if (label, f"{g.busbw:.2f}") in said:
             continue
         said.add((label, f"{g.busbw:.2f}"))
@@ -220,9 +238,9 @@ def _group_findings(
                 "cross",
                 scope,
                 CRITICAL,
-                f"{label}: {g.busbw:.2f} GB/s busbw (median {med:.2f})",
+                f"{label}: {g.busbw:.2f} GB/s busbw (peers' median {_peers_busbw(groups, g):.2f})",
                 where=label,
-                expected=f"within {cfg.slow_pct:g}% of the median",
+                expected=f"within {cfg.slow_pct:g}% of the median of its peers",
                 next="see the slow-node / slow-pair lines; rerun with --nodes on this group",
             )
         )

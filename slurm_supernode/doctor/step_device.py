@@ -7,7 +7,7 @@ import statistics
 from collections.abc import Sequence
 
 from slurm_supernode.doctor.model import DoctorFacts, Finding, NodeFacts
-from slurm_supernode.doctor.verdicts import NEXT_HEALTH, hosts_text
+from slurm_supernode.doctor.verdicts import NEXT_HEALTH, below_peers, hosts_text, peers_median
 from slurm_supernode.health.checks import CRITICAL, OK, UNKNOWN, WARNING, CheckResult
 from slurm_supernode.site.model import DoctorSettings, Site
 
@@ -144,20 +144,18 @@ def _rate_findings(
     """Devices below the floor or their peers' median, and one summary line."""
     out = []
     median = statistics.median(d.tflops for _, d in rates)
-    low = [
-        (r, d)
-        for r, d in rates
-        if (cfg.min_tflops and d.tflops < cfg.min_tflops)
-        or d.tflops < median * (1 - cfg.slow_pct / 100)
-    ]
-    for r, d in low:
+    floor = cfg.min_tflops or 0
+    slow = set(below_peers([d.tflops for _, d in rates], cfg.slow_pct))
+    low = [(k, r, d) for k, (r, d) in enumerate(rates) if d.tflops < floor or k in slow]
+    for k, r, d in low:
         out.append(
             Finding(
                 "device",
                 "compute",
-                CRITICAL if cfg.min_tflops else WARNING,
+                CRITICAL if d.tflops < floor else WARNING,
                 f"rank {r.rank} ({d.name} {d.bus_id}): {d.tflops:.0f} TFLOPS bf16 "
-                f"(median {median:.0f})",
+                f"(median of the other devices "
+                f"{peers_median([x.tflops for _, x in rates], k):.0f})",
                 expected=expected,
                 where=r.host,
                 next="nvidia-smi -q -d CLOCK,PERFORMANCE,TEMPERATURE,POWER: "

@@ -3,10 +3,8 @@ directories against the site's floors and against each other."""
 
 from __future__ import annotations
 
-import statistics
-
 from slurm_supernode.doctor.model import SKIP, DoctorFacts, Finding, StorageFacts
-from slurm_supernode.doctor.verdicts import hosts_text
+from slurm_supernode.doctor.verdicts import below_peers, hosts_text
 from slurm_supernode.health.checks import CRITICAL, OK, WARNING
 from slurm_supernode.site.model import DoctorSettings, Site
 
@@ -74,15 +72,14 @@ def _passed(
     path: str, ok_items: list[tuple[str, StorageFacts]], cfg: DoctorSettings, floors: str
 ) -> Finding:
     """The nodes above the floors, as one finding: their range, and a writer much slower than
-    the median as a warning."""
+    the others' median as a warning."""
     writes = [_rates(s)[0] for _, s in ok_items]
     reads = [_rates(s)[1] for _, s in ok_items]
-    slowest, slowest_write = min(((h, _rates(s)[0]) for h, s in ok_items), key=lambda hw: hw[1])
+    slowest = ok_items[writes.index(min(writes))][0]
     free = min((s.free_bytes or 0) for _, s in ok_items) / 1e9
-    med = statistics.median(writes)
     status = OK
     note = ""
-    if len(ok_items) > 1 and slowest_write < med * (1 - cfg.slow_pct / 100):
+    if below_peers(writes, cfg.slow_pct):
         status, note = WARNING, f"; slowest writer {slowest}"
     return Finding(
         "storage",

@@ -1,5 +1,5 @@
 """What the doctor's steps share: host lists for a finding's ``where``, the peer comparison
-(``slow_groups``: more than ``slow_pct`` % below the median of its kind; ``largest``: the
+(``slow_groups``: more than ``slow_pct`` % below the median of its peers; ``largest``: the
 message size that reaches the link) and the next check after a failed health check."""
 
 from __future__ import annotations
@@ -36,12 +36,24 @@ def group_hosts(ranks: Sequence[int], host_of: dict[int, str]) -> tuple[str, ...
     return tuple(seen)
 
 
-def slow_groups(groups: Sequence[GroupResult], slow_pct: float) -> list[GroupResult]:
-    """Groups whose busbw is more than ``slow_pct`` % below the median of all groups."""
-    if len(groups) < 2:
+def peers_median(values: Sequence[float], index: int) -> float:
+    """The median of the values other than ``values[index]``: what one measured thing is
+    judged against. Not the median of all: of two super nodes that is their mean, which halves
+    the gap of the slow one (a super node at 55% of the other read as 30% below it)."""
+    others = [v for i, v in enumerate(values) if i != index]
+    return statistics.median(others) if others else values[index]
+
+
+def below_peers(values: Sequence[float], slow_pct: float) -> list[int]:
+    """Indices of the values more than ``slow_pct`` % below the median of their peers."""
+    if len(values) < 2:
         return []
-    median = statistics.median(g.busbw for g in groups)
-    return [g for g in groups if g.busbw < median * (1 - slow_pct / 100)]
+    return [i for i, v in enumerate(values) if v < peers_median(values, i) * (1 - slow_pct / 100)]
+
+
+def slow_groups(groups: Sequence[GroupResult], slow_pct: float) -> list[GroupResult]:
+    """Groups whose busbw is more than ``slow_pct`` % below the median of the other groups."""
+    return [groups[i] for i in below_peers([g.busbw for g in groups], slow_pct)]
 
 
 def largest(groups: Iterable[GroupResult], scope: str) -> list[GroupResult]:

@@ -70,6 +70,7 @@ def facts(
     storage=(),
     wrong_of=lambda hosts: 0,
     samples_of=None,
+    tflops_of=lambda host, local_rank: 700.0,
 ) -> DoctorFacts:
     """Facts of the local site's 8 nodes; GPUs with bus ids 0000:1X:00.0 (X = device)."""
     ranks = []
@@ -78,7 +79,13 @@ def facts(
         dev = None
         if gpus:
             bus = bus_of(ident.host, lr) if bus_of else f"0000:1{lr}:00.0"
-            dev = DeviceFacts(index=lr, name="H200", bus_id=bus, uuid=f"GPU-{lr}", tflops=700.0)
+            dev = DeviceFacts(
+                index=lr,
+                name="H200",
+                bus_id=bus,
+                uuid=f"GPU-{lr}",
+                tflops=tflops_of(ident.host, lr),
+            )
         ranks.append(RankFacts(ident.rank, lr, ident.host, ident.supernode, "", dev))
     nodes = []
     for h, host in enumerate(HOSTS):

@@ -122,6 +122,50 @@ def test_a_busy_machine_slowing_whole_repeats_does_not_hide_a_slow_node(site):
     assert inside.where == "n5"
 
 
+def test_the_slower_of_two_super_nodes_is_judged_against_the_other_not_their_mean(site):
+    """Figures of a loaded CI run (n5 slowed): sn1 at 44-58% of sn0 in every repeat, steady.
+    Against the median of both (their mean) it read 27-37% below and passed as OK; against its
+    one peer it is beyond the slow threshold and the noise, and named by its super node."""
+    figures = {"sn0": (0.0171, 0.0169, 0.0207), "sn1": (0.0099, 0.0098, 0.0092)}
+
+    def loaded(scope, hosts):
+        if scope == "supernode":
+            return figures["sn1" if "n5" in hosts else "sn0"]
+        return (0.1, 0.1, 0.1)
+
+    report = evaluate(
+        dataclasses.replace(site, doctor=dataclasses.replace(site.doctor, slow_pct=40.0)),
+        facts(samples_of=loaded),
+    )
+    (sn,) = _find(report, "cross", "supernode", CRITICAL)
+    assert sn.where == "sn1" and "peers' median 0.02" in sn.measured
+    assert not [f for f in _find(report, "cross", "supernode") if "sn0" in f.where]
+
+
+def test_a_super_node_within_the_noise_is_still_named_by_its_super_node(site):
+    """sn1 slow in one repeat only: a warning, and it names sn1, not its hosts."""
+
+    def once_slow(scope, hosts):
+        if scope == "supernode" and "n5" in hosts:
+            return (30.0, 100.0, 101.0)
+        return (100.0, 99.0, 101.0)
+
+    report = evaluate(site, facts(samples_of=once_slow))
+    (warn,) = [f for f in _find(report, "cross", "supernode", WARNING) if f.where != "n[0-7]"]
+    assert warn.where == "sn1" and "slow in 1 of 3 repeats" in warn.measured
+    assert not _find(report, "cross", "supernode", CRITICAL)
+
+
+def test_a_slow_device_warns_and_fails_only_below_the_sites_floor(site):
+    slow = lambda host, lr: 300.0 if (host, lr) == ("n3", 1) else 700.0  # noqa: E731
+    for floor, status in ((None, WARNING), (500.0, CRITICAL), (200.0, WARNING)):
+        cfg = dataclasses.replace(site.doctor, min_tflops=floor)
+        report = evaluate(dataclasses.replace(site, doctor=cfg), facts(tflops_of=slow))
+        (low,) = [f for f in _find(report, "device", "compute") if f.where == "n3"]
+        assert low.status == status and "rank 7" in low.measured, (floor, low)
+        assert "median of the other devices 700" in low.measured
+
+
 def test_a_single_measurement_warns_at_most(site):
     """Facts without repeats (an older facts file): the noise is unknown, so no FAIL."""
     once = lambda scope, hosts: ()  # noqa: E731

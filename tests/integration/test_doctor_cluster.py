@@ -70,7 +70,11 @@ def test_doctor_job_names_the_injected_slow_node_and_reports_no_gpus(site_file, 
     assert "8 node(s)" in out.splitlines()[0]
     # step 3 bisection: n5 is the node, not a pair or a super node only
     assert "slow-node       n5 is slow in both pairings" in out, out
-    assert "[sn1]" in out  # super node sn1 slower than sn0
+    # super node sn1 (holding n5) below sn0, judged against sn0 rather than the mean of both;
+    # a failure when steady over the repeats, a warning when the load blurs it, sn1 either way
+    sn_lines = [line for line in out.splitlines() if line.split()[1:2] == ["supernode"]]
+    assert any(line.endswith("[sn1]") for line in sn_lines), out
+    assert not any("[sn0]" in line for line in sn_lines), out
     # step 1: clearly no GPUs, not a crash; the fake device files are there
     assert "no NVIDIA driver" in out and "there are no GPUs here" in out
     assert "8 of 8 devices visible [n[0-7]]" in out
