@@ -45,7 +45,7 @@ roots:  ## build (once) the Debian roots of Slurm 24.11 (trixie) and 26.05 (fork
 integration:  ## the slurm-marked tests on one cluster: make integration SLURM=24.11 TOPOLOGY=block
 	SNRUN_SLURM=$(SLURM) SNRUN_TOPOLOGY=$(TOPOLOGY) SNRUN_MC_EXPEDITED_REQUEUE=$(EXPEDITE) \
 	  SNRUN_MC_ACCOUNTING=$(ACCOUNTING) \
-	  $(PYTHON) -m pytest -q -m "slurm and not scale" -p no:cacheprovider \
+	  $(PYTHON) -m pytest -q -m "slurm and not scale" -p no:cacheprovider --durations=12 \
 	  --basetemp=/tmp/snrun-tests-$(SLURM)
 
 # What CI runs: lint, the unit tests once, then the integration tests on 22.05 (tree) and on
