@@ -396,20 +396,24 @@ def run_agent(
     done, extra = _run_torchrun(launch, inputs, job_dir, environ, hostname, log_dir)
     code = done.code
     from slurm_supernode.runtime import ledger
-    from slurm_supernode.runtime.signal_deaths import record_signal_deaths
+    from slurm_supernode.runtime.signal_deaths import record_signal_deaths, unreported
     from slurm_supernode.runtime.torchrun_report import parse_failures, rank_pids
 
-    ranks = parse_failures(done.tail) if code and not set(extra) - {"stopped"} else []
+    failed = code and not set(extra) - {"stopped"}
+    ranks = parse_failures(done.tail) if failed else []
     if ranks:
         extra["ranks"] = ranks
-        # a rank killed by a signal wrote nothing itself: recorded here, dated when it died
+    # a rank killed by a signal wrote nothing itself: recorded here, dated when it died; those
+    # the agent saw die that torchrun's report leaves out too
+    seen = unreported(done.deaths, ranks) if failed else []
+    if ranks or seen:
         record_signal_deaths(
             job_dir,
             Path(log_dir),
             attempt=attempt,
             node=hostname,
-            ranks=ranks,
-            pids=rank_pids(done.tail),
+            ranks=ranks + seen,
+            pids=rank_pids(done.tail) | {d["rank"]: d["pid"] for d in seen},
             last_seen=done.last_seen,
             fallback=time.time(),
         )
@@ -549,6 +553,8 @@ class ChildExit(NamedTuple):
     stopped: str | None = None  # why the agent stopped it (fail fast), or None
     # torchrun's children (its ranks) -> when the agent last saw each alive (wall clock)
     last_seen: Mapping[int, float] = MappingProxyType({})
+    # ranks the agent saw die of a signal, as torchrun's report has them (``_RankSightings``)
+    deaths: tuple[dict[str, Any], ...] = ()
 
 
 # What torchrun prints once it ends its ranks on its own (torch's elastic/multiprocessing: it
@@ -641,6 +647,28 @@ class _RankSightings:
         for pid in self._ranks - present - self.vanished:
             if not os.path.exists(exit_mark(exits, pid)):
                 self.vanished.add(pid)
+
+    def deaths(self) -> tuple[dict[str, Any], ...]:
+        """The forked ranks that died of a signal, as entries of torchrun's report (rank,
+        local_rank, exit_code, signal, pid): killed ones seen as zombies, with their signal;
+        vanished ones without a failure mark (no exception, no exit code), signal unknown
+        (``exit_code`` None). Their ranks come from the marks they wrote at their start."""
+        from slurm_supernode.runtime.rank_entry import failed_mark, read_rank_mark
+
+        if self._exits is None:
+            return ()
+        out = []
+        silent = {p for p in self.vanished if not os.path.exists(failed_mark(self._exits, p))}
+        for pid in sorted(set(self.killed) | silent):
+            ranks = read_rank_mark(self._exits, pid)
+            if ranks is None:
+                continue
+            sig = self.killed.get(pid)
+            entry: dict[str, Any] = {"rank": ranks[0], "local_rank": ranks[1], "pid": pid}
+            entry |= {"exit_code": -sig, "signal": _signal_name(sig)} if sig else {
+                "exit_code": None, "signal": "unknown"}  # fmt: skip
+            out.append(entry)
+        return tuple(out)
 
 
 def _is_worker(pid: int) -> bool:
@@ -791,4 +819,4 @@ def run_child(
         watch.set()
     reason = stopper.reason if stopper is not None else None
     code = code if code >= 0 else 128 - code
-    return ChildExit(code, tail.text(), reason, sightings.last_seen)
+    return ChildExit(code, tail.text(), reason, sightings.last_seen, sightings.deaths())

@@ -16,7 +16,10 @@ imported only for that record, and a record that cannot be written never hides t
 A rank that ends well (the script returns or exits 0) leaves an empty file named by its process
 id in $SNRUN_RANK_EXITS: a rank of the agent's torchrun that is gone without one died (a signal
 torchrun reaped before the agent saw its zombie, an exception), and its node is a failing one
-(``runtime/agent``).
+(``runtime/agent``). A rank that fails with an exception or a non-zero exit leaves
+``<pid>.failed`` instead, and every rank names itself at its start in ``<pid>.rank`` ("RANK
+LOCAL_RANK"): a rank gone with neither mark died of a signal, and the agent records which rank
+it was itself (torchrun's report, under load, can name only its sibling).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import os
 import runpy
 import sys
 import traceback
+from collections.abc import Callable
 
 EXITS_ENV = "SNRUN_RANK_EXITS"  # the folder of the clean-exit marks
 
@@ -34,34 +38,57 @@ def exit_mark(folder: str, pid: int) -> str:
     return os.path.join(folder, str(pid))
 
 
+def failed_mark(folder: str, pid: int) -> str:
+    """The mark of process ``pid``'s failure (an exception or a non-zero exit) in ``folder``."""
+    return os.path.join(folder, f"{pid}.failed")
+
+
+def rank_mark(folder: str, pid: int) -> str:
+    """Where process ``pid`` wrote its rank and local rank at its start."""
+    return os.path.join(folder, f"{pid}.rank")
+
+
+def read_rank_mark(folder: str, pid: int) -> tuple[int, int] | None:
+    """(rank, local rank) that process ``pid`` wrote at its start; None without a mark."""
+    try:
+        with open(rank_mark(folder, pid)) as fh:
+            rank, local_rank = (int(x) for x in fh.read().split())
+    except (OSError, ValueError):
+        return None
+    return rank, local_rank
+
+
 def main() -> None:
     sys.argv = sys.argv[1:]  # [SCRIPT, ARGS...]: what the script expects
+    _mark(rank_mark, f"{os.environ.get('RANK', '')} {os.environ.get('LOCAL_RANK', '')}\n")
     try:
         runpy.run_path(sys.argv[0], run_name="__main__")
     except SystemExit as exc:  # the script's own exit code: no traceback to print
         if exc.code not in (None, 0):
+            _mark(failed_mark)
             record(exc)
         else:
-            mark_clean_exit()
+            _mark(exit_mark)
         raise
     except Exception as exc:  # not KeyboardInterrupt
         traceback.print_exc()
         sys.stderr.flush()
+        _mark(failed_mark)
         record(exc)
         raise
-    mark_clean_exit()
+    _mark(exit_mark)
 
 
-def mark_clean_exit() -> None:
-    """The empty file that says this rank ended well (where the agent asks for one)."""
+def _mark(where: Callable[[str, int], str], text: str = "") -> None:
+    """One of this rank's marks (where the agent asks for them)."""
     folder = os.environ.get(EXITS_ENV)
     if not folder:
         return
     try:
         os.makedirs(folder, exist_ok=True)
-        with open(exit_mark(folder, os.getpid()), "w"):
-            pass
-    except OSError:  # no mark: the agent spares the node, the step still ends
+        with open(where(folder, os.getpid()), "w") as fh:
+            fh.write(text)
+    except OSError:  # no mark: the agent spares the node or names no rank; the step still ends
         pass
 
 

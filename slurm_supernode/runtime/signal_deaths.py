@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +30,24 @@ def signal_deaths(ranks: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def death_text(rank: Mapping[str, Any]) -> str:
-    """``killed by signal 9 (SIGKILL)``."""
+    """``killed by signal 9 (SIGKILL)``; for a rank only the agent saw die, without its
+    signal, what is known."""
+    if rank.get("exit_code") is None:
+        return (
+            "killed by a signal (gone without an exception or an exit code; torchrun reaped "
+            "it before the agent saw which signal)"
+        )
     return f"killed by signal {-int(rank['exit_code'])} ({rank['signal']})"
+
+
+def unreported(
+    deaths: Sequence[Mapping[str, Any]], ranks: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """The signal deaths the agent saw (``deaths``) of ranks that torchrun's report (``ranks``)
+    leaves out: under load it can name only the dead rank's sibling, stopped a moment later.
+    A rank the report has is left to it (its exit code or signal is the one torchrun saw)."""
+    reported = {r["rank"] for r in ranks}
+    return [dict(d) for d in deaths if d["rank"] not in reported]
 
 
 def rank_folder(log_dir: Path, local_rank: int) -> Path | None:

@@ -166,16 +166,17 @@ def test_rank_failing_after_the_others_finished_ends_the_attempt_on_every_node(
 
 
 def test_sigkilled_rank_is_restarted(slurm_cluster, tmp_path: Path) -> None:
-    """Rank 1 (2 ranks per node) dies of SIGKILL: the attempt ends as an application error
-    and the restart completes. Which rank the detail names is not asserted: with forked
-    workers torch's report can omit the killed rank when its sibling's error is seen at the
-    same poll (docs/resubmission.md)."""
+    """Rank 1 (2 ranks per node: its node's sibling is stopped by torchrun, its peers' errors
+    about the lost connection come first) dies of SIGKILL: the attempt names it, not a peer,
+    and the restart completes. Under load torch's fork-mode report can leave the killed rank
+    out (its sibling's error seen at the same poll): the agent, which saw it die, records it."""
     _, job_dir, final = run_chain(
         tmp_path, TRAIN, "--steps", "8", "--fail-attempt", "0", "--fail-mode", "kill"
     )
     assert final["state"] == "COMPLETED", final
     ends = attempts(job_dir)
     assert [a["cause"] for a in ends] == ["app_error", "success"]
+    assert ends[0]["detail"].startswith("rank 1: killed by "), ends[0]
 
 
 def test_always_failing_script_stops_with_a_clear_final_state(

@@ -19,7 +19,8 @@ from slurm_supernode.forensics.logs import first_error, node_log_dir
 from slurm_supernode.forensics.report import cause_in_words
 from slurm_supernode.runtime import agent, failfast, ledger
 from slurm_supernode.runtime.agent import FAST_EXIT, RANK_ENTRY, run_child
-from slurm_supernode.runtime.signal_deaths import record_signal_deaths, signal_deaths
+from slurm_supernode.runtime.rank_entry import read_rank_mark
+from slurm_supernode.runtime.signal_deaths import record_signal_deaths, signal_deaths, unreported
 from slurm_supernode.runtime.supervisor import failed_by_time
 from slurm_supernode.runtime.torchrun_report import parse_failures, rank_pids
 
@@ -253,14 +254,16 @@ def test_a_forked_rank_that_ends_well_leaves_its_mark(tmp_path: Path, body: str,
     script = tmp_path / "train.py"
     script.write_text(body + "\n")
     exits = tmp_path / "rank-exits"
-    env = dict(os.environ, SNRUN_RANK_EXITS=str(exits))
+    env = dict(os.environ, SNRUN_RANK_EXITS=str(exits), RANK="5", LOCAL_RANK="1")
     env.pop("SNRUN_JOB_DIR", None)
     proc = subprocess.Popen(
         [sys.executable, RANK_ENTRY, str(script)], env=env, stderr=subprocess.PIPE
     )
     proc.communicate(timeout=60)
     assert (exits / str(proc.pid)).exists() is marked
+    assert (exits / f"{proc.pid}.failed").exists() is not marked  # an exception, an exit code
     assert (proc.returncode == 0) is marked
+    assert read_rank_mark(str(exits), proc.pid) == (5, 1)  # every rank names itself at start
 
 
 # A launcher with two ranks: "clean" marks its exit and ends, "killed" dies of SIGKILL; it reaps
@@ -369,3 +372,34 @@ def test_a_stop_request_while_torchrun_stops_the_killed_ranks_sibling_spares_it(
     assert done.stopped is None and done.code == 1, done.tail[-2000:]
     ranks = parse_failures(done.tail)
     assert {r["rank"]: r.get("signal") for r in ranks}[0] == "SIGKILL", ranks
+    # the agent saw rank 0 die itself (a zombie with its signal, or gone without a mark);
+    # rank 1 ended with an exit code (its failure mark): not a death
+    (death,) = done.deaths
+    assert (death["rank"], death["local_rank"], death["pid"]) == (0, 0, int(pid_file.read_text()))
+    assert death["signal"] in ("SIGKILL", "unknown")
+
+
+def test_a_death_torchruns_report_leaves_out_is_recorded_by_the_agent(tmp_path: Path) -> None:
+    """Under load torchrun's report named only the killed rank's sibling (stopped by SIGTERM a
+    moment later): the rank the agent saw die is recorded too, first, with what is known."""
+    report = [{"rank": 3, "local_rank": 1, "exit_code": -15, "signal": "SIGTERM", "first": True}]
+    seen = [
+        {"rank": 2, "local_rank": 0, "exit_code": None, "signal": "unknown", "pid": 41},
+        {"rank": 3, "local_rank": 1, "exit_code": -9, "signal": "SIGKILL", "pid": 42},
+    ]
+    (missing,) = unreported(seen, report)  # rank 3 is the report's: its signal is torchrun's
+    assert missing["rank"] == 2
+    log_dir = node_log_dir(tmp_path, 0, "n1")
+    folder = log_dir / "run_x" / "attempt_0" / "0"
+    folder.mkdir(parents=True)
+    (written,) = record_signal_deaths(
+        tmp_path, log_dir, attempt=0, node="n1", ranks=[*report, missing],
+        pids={3: 42, 2: 41}, last_seen={41: 1000.0, 42: 1005.0}, fallback=2000.0,
+    )  # fmt: skip
+    assert (written["rank"], written["died"], written["signal"]) == (2, 1000.0, "unknown")
+    assert "killed by a signal" in written["error"] and "torchrun reaped it" in written["error"]
+    assert (
+        "killed by a signal"
+        in json.loads((folder / "error.json").read_text())["message"]["message"]
+    )
+    assert unreported(seen, []) == seen  # no report at all: both
