@@ -20,6 +20,7 @@ import platform
 import random
 import re
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -239,8 +240,14 @@ def main() -> None:
     )
     ns = ap.parse_args()
     py = platform.python_version()
-    slurm = subprocess.run(["sinfo", "--version"], capture_output=True, text=True).stdout.strip()
-    print(f"# bench_launch on {platform.node()}: {os.cpu_count()} CPUs, Python {py}, {slurm}")
+    slurm = "no Slurm"
+    if shutil.which("sinfo"):
+        slurm = subprocess.run(["sinfo", "--version"], capture_output=True, text=True).stdout
+    load = "load average {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
+    print(
+        f"# bench_launch on {platform.node()}: {os.cpu_count()} CPUs, Python {py}, "
+        f"{slurm.strip()}, {load}"
+    )
     if not ns.submit_only:
         dry_run_vs_import(ns.runs, ns.instructions)
     if not ns.dry_only:

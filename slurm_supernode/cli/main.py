@@ -3,19 +3,23 @@
 `snrun [options] SCRIPT [ARGS...]` submits a job; `snrun SUBCOMMAND ...` runs a sub-command.
 Each sub-command lives in its own module of this package, imported only when used, so the
 login-node path stays light (no torch, no rich unless needed). Nothing that makes a dataclass
-is imported before ``entry`` installed the cache of their compiled methods (codecache.py).
+is imported before ``entry`` installed the cache of their compiled methods (codecache.py), and
+argparse is imported only after ``entry`` spared it gettext (startup_cost.py).
 """
 
 from __future__ import annotations
 
-import argparse
 import errno
 import importlib
 import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from slurm_supernode import __version__
+
+if TYPE_CHECKING:
+    import argparse
 
 # name -> (module under slurm_supernode.cli, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
@@ -143,6 +147,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             _show_debug_log()
         mod = _load(name)
         ns = mod.parse(parser, rest) if hasattr(mod, "parse") else parser.parse_args(rest)
+        if name != "submit":  # it resumes once planned: only what follows can run long
+            from slurm_supernode.cli.startup_cost import resume_collector
+
+            resume_collector()
         # the same parser, its defaults suppressed now that the real parse is done
         ns.explicit = explicit_options(parser, rest[:own] if name in ("submit", "sweep") else rest)
         if isinstance(getattr(ns, "action", None), str):  # snrun site export, snrun bench run
@@ -185,7 +193,10 @@ def _drop_stdout() -> None:
 
 def entry() -> None:
     from slurm_supernode import codecache
+    from slurm_supernode.cli.startup_cost import argparse_without_gettext, pause_collector
 
+    pause_collector()  # resumed before anything that can run long (main, submit.run)
+    argparse_without_gettext()
     codecache.install()  # before any dataclass is made (this module makes none)
     code = main()
     try:
