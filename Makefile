@@ -3,7 +3,7 @@ PYTHON ?= python3
 export PATH := $(PATH):/usr/sbin:/sbin
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 
-.PHONY: install demo test integration-host integration-24.11 test-slurm test-scale bench-sched lint format unit integration roots bench cluster-up cluster-down clean
+.PHONY: install demo test integration-host integration-24.11 unit-stage test-slurm test-scale bench-sched lint format unit integration roots bench cluster-up cluster-down clean
 
 # Integration runs: which Slurm (host = this machine's, 22.05 on Debian 12; 24.11 and 26.05 run
 # from Debian roots in namespaces; 25.11 is built from source with pyslurm, see
@@ -48,19 +48,22 @@ integration:  ## the slurm-marked tests on one cluster: make integration SLURM=2
 	  $(PYTHON) -m pytest -q -m "slurm and not scale" -p no:cacheprovider --durations=12 \
 	  --basetemp=/tmp/snrun-tests-$(SLURM)
 
-# What CI runs: lint, the unit tests once, then the integration tests on 22.05 (tree) and on
-# 24.11 (block, with slurmdbd accounting) side by side. The two clusters share nothing: 24.11
-# runs in its own namespaces (network, PIDs, mounts), each has its own state dir and temp dir.
-# Most of an integration test's time is spent waiting on Slurm and torchrun, not computing, so
-# the two stages together take little more than the longer one (25 min on 2 cores; the whole
-# `make test` 29 min in a fresh clone on 2026-12-01, against ~41 min with the stages one after
-# the other); the tests wait on what Slurm reports, so the load of the other
-# stage is one more load they must stand (issue #23). Each stage's output is printed whole
-# when it ends (--output-sync).
+# What CI runs: lint, then the unit tests and the integration tests on 22.05 (tree) and on
+# 24.11 (block, with slurmdbd accounting), all three side by side. The two clusters share
+# nothing: 24.11 runs in its own namespaces (network, PIDs, mounts), each has its own state dir
+# and temp dir. Most of an integration test's time is spent waiting on Slurm and torchrun, not
+# computing, so the stages together take little more than the longest one (the 24.11 stage:
+# 25-28 min on 2 cores; the unit tests, 3 min alone, ran before the clusters until 2026-12-02
+# and made `make test` 32-33 min); the tests wait on what Slurm reports, so the load of the
+# other stages is one more load they must stand (issue #23). Each stage's output is printed
+# whole when it ends (--output-sync); `--durations` names the slowest tests of each cluster.
 test: install lint
-	$(PYTHON) -m pytest -q -m "not slurm" -n auto
 	$(MC) build --slurm 24.11
-	$(MAKE) --no-print-directory -j2 --output-sync=target integration-host integration-24.11
+	$(MAKE) --no-print-directory -j3 --output-sync=target unit-stage integration-host integration-24.11
+
+unit-stage:
+	@echo "== unit tests"
+	$(MAKE) --no-print-directory unit
 
 integration-host:
 	@echo "== integration: Slurm 22.05 (host), topology/tree"
