@@ -243,6 +243,7 @@ def main() -> None:
     slurm = "no Slurm"
     if shutil.which("sinfo"):
         slurm = subprocess.run(["sinfo", "--version"], capture_output=True, text=True).stdout
+        slurm = slurm or "sinfo without a version"
     load = "load average {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
     print(
         f"# bench_launch on {platform.node()}: {os.cpu_count()} CPUs, Python {py}, "
