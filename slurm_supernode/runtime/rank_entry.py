@@ -60,7 +60,7 @@ def read_rank_mark(folder: str, pid: int) -> tuple[int, int] | None:
 
 def main() -> None:
     sys.argv = sys.argv[1:]  # [SCRIPT, ARGS...]: what the script expects
-    _mark(rank_mark, f"{os.environ.get('RANK', '')} {os.environ.get('LOCAL_RANK', '')}\n")
+    _mark(rank_mark, _ranks_text())
     try:
         runpy.run_path(sys.argv[0], run_name="__main__")
     except SystemExit as exc:  # the script's own exit code: no traceback to print
@@ -77,6 +77,18 @@ def main() -> None:
         record(exc)
         raise
     _mark(exit_mark)
+
+
+def _ranks_text() -> str:
+    """The text "RANK LOCAL_RANK" of this process, as torchrun set them; empty where snrun cannot be
+    imported here (no rank named: the agent then leaves the death to torchrun's report)."""
+    try:
+        from slurm_supernode.jobenv import JobEnvironment
+
+        env = JobEnvironment.from_environ(os.environ)
+    except Exception:
+        return ""
+    return f"{env.rank} {env.local_rank}\n" if env.rank is not None else ""
 
 
 def _mark(where: Callable[[str, int], str], text: str = "") -> None:

@@ -180,8 +180,9 @@ def test_rank_processes_are_the_children_of_the_jobs_torchrun() -> None:
     argv = [sys.executable, "-c", launcher, "torch.distributed.run", "--node-rank=1"]
     proc = subprocess.Popen([*argv, "--nproc-per-node=2"], env=env)
     try:
-        time.sleep(1.5)
-        found = rank_processes("987654", "nX")
+        deadline = time.monotonic() + 60  # both workers started (seconds on a loaded machine)
+        while len(found := rank_processes("987654", "nX")) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
         assert [(p.rank, p.local_rank) for p in found] == [(2, 0), (3, 1)]
         assert all(p.pid != proc.pid for p in found)
         assert rank_processes("987654", "nY") == [] and rank_processes("987653", None) == []
@@ -278,7 +279,10 @@ def test_activity_is_the_newest_log_or_cpu_mark(tmp_path: Path) -> None:
             stop = start_cpu_watch(lambda p=proc: [p.pid], mark)
             time.sleep(0.1)
             marks[name] = (mark, stop)
-        time.sleep(6)
+        # the first look is 5 s after the start; a loaded machine may start the burner late
+        deadline = time.monotonic() + 120
+        while not marks["busy"][0].exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
         assert marks["busy"][0].exists() and not marks["idle"][0].exists()
     finally:
         for _, stop in marks.values():
