@@ -20,22 +20,27 @@ pytestmark = pytest.mark.slurm
 
 
 def supervisor_of(job_id: int) -> int | None:
-    """PID of the job's `snrun supervise` (found by its environment and command line)."""
+    """PID of the job's `snrun supervise` (found by its environment and command line). A child
+    it is starting (`srun`, `scontrol`) carries the same command line until its exec, and
+    with wrapped PIDs it can come first in /proc: the one whose parent is not a match."""
+    found: dict[int, int] = {}  # pid -> parent pid
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             argv = (entry / "cmdline").read_bytes().split(b"\0")
             env = set((entry / "environ").read_bytes().split(b"\0"))
-        except OSError:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
             continue
         if (
             b"supervise" in argv
             and b"--lost" not in argv
             and f"SLURM_JOB_ID={job_id}".encode() in env
         ):
-            return int(entry.name)
-    return None
+            found[int(entry.name)] = ppid
+    roots = [pid for pid, ppid in found.items() if ppid not in found]
+    return roots[0] if len(roots) == 1 else None
 
 
 def test_sigkilled_supervisor_fails_the_chain_cleanly(slurm_cluster, tmp_path: Path) -> None:
