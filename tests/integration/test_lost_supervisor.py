@@ -19,10 +19,12 @@ from tests.integration.test_resubmission import TRAIN, step_of
 pytestmark = pytest.mark.slurm
 
 
-def supervisor_of(job_id: int) -> int | None:
-    """PID of the job's `snrun supervise` (found by its environment and command line). A child
-    it is starting (`srun`, `scontrol`) carries the same command line until its exec, and
-    with wrapped PIDs it can come first in /proc: the one whose parent is not a match."""
+def supervisor_of(job_id: int, job_dir: Path) -> int | None:
+    """PID of the job's `snrun supervise`, by its job directory on its command line: job ids
+    repeat across clusters run side by side (`make test` ran 22.05 and 24.11 beside 26.05, and
+    killed another cluster's job 26's supervisor). A child it is starting (`srun`,
+    `scontrol`) carries the same command line until its exec, and with wrapped PIDs it can come
+    first in /proc: the one whose parent is not a match."""
     found: dict[int, int] = {}  # pid -> parent pid
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -37,6 +39,7 @@ def supervisor_of(job_id: int) -> int | None:
             b"supervise" in argv
             and b"--lost" not in argv
             and f"SLURM_JOB_ID={job_id}".encode() in env
+            and str(job_dir).encode() in argv
         ):
             found[int(entry.name)] = ppid
     roots = [pid for pid, ppid in found.items() if ppid not in found]
@@ -49,7 +52,7 @@ def test_sigkilled_supervisor_fails_the_chain_cleanly(slurm_cluster, tmp_path: P
         jobs=tmp_path / "jobs",
     )  # fmt: skip
     wait_for(lambda: step_of(job_dir / "heartbeat") >= 2, 120, "progress")
-    pid = wait_for(lambda: supervisor_of(job_id), 30, "the supervisor's process")
+    pid = wait_for(lambda: supervisor_of(job_id, job_dir), 30, "the supervisor's process")
     os.kill(pid, signal.SIGKILL)
     final = wait_final(job_dir, 120)
     assert final["state"] == "FAILED", final
