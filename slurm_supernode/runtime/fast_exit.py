@@ -7,8 +7,10 @@ the step, so the next attempt, waited for it. This entry runs the module's ``mai
 torchrun's console script does, prints an uncaught exception as Python would (torchrun's
 failure report is that traceback), runs the ``atexit`` handlers (logging's flush,
 multiprocessing's clean-up) with the collector off, flushes stdout and stderr and leaves with
-``os._exit`` and the exit code Python would have given. Run by path (also inside a job's
-container, where snrun is not installed): standard library only.
+``os._exit`` and the exit code Python would have given. Before ``main()`` it keeps torch's log
+formatter from importing torch's compiler when torchrun logs a failed worker
+(``torch_exception_log.py``: seconds to half a minute per failing node). Run by path (also
+inside a job's container, where snrun is not installed): standard library only.
 """
 
 from __future__ import annotations
@@ -17,9 +19,11 @@ import atexit
 import contextlib
 import gc
 import importlib
+import importlib.util
 import os
 import signal
 import sys
+from types import ModuleType
 
 USAGE = "usage: fast_exit.py -m MODULE [ARGS...]"
 # Python's own exit for an uncaught KeyboardInterrupt: it dies of SIGINT
@@ -57,7 +61,9 @@ def run(argv: list[str]) -> int:
     sys.argv = [module, *argv[2:]]
     python_m_path()
     try:
-        result = importlib.import_module(module).main()
+        main = importlib.import_module(module).main
+        torch_exception_log().install()  # torch's handlers exist once the module is imported
+        result = main()
     except SystemExit as exc:
         return exit_code(exc)
     except KeyboardInterrupt:
@@ -67,6 +73,17 @@ def run(argv: list[str]) -> int:
         sys.excepthook(*sys.exc_info())
         return 1
     return exit_code(SystemExit(result))
+
+
+def torch_exception_log() -> ModuleType:
+    """``torch_exception_log.py`` beside this file, loaded by path (this file runs by path, with
+    the working directory, not its folder, on ``sys.path``)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_exception_log.py")
+    spec = importlib.util.spec_from_file_location("_snrun_torch_exception_log", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def leave(code: int) -> None:
