@@ -13,11 +13,15 @@ import pytest
 
 from slurm_supernode.runtime import torch_exception_log
 from slurm_supernode.runtime.agent import FAST_EXIT
-from slurm_supernode.runtime.torch_exception_log import FormattedException, install
+from slurm_supernode.runtime.torch_exception_log import PreformattedException, install
 
 
 class TorchLogsFormatter(logging.Formatter):
-    """Stands in for torch's formatter (found by its class name)."""
+    """Stands in for torch's formatter (found by its class name): says whether it saw the
+    exception object."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return f"saw exc_info={record.exc_info is not None}: " + super().format(record)
 
 
 def _record(name: str) -> logging.LogRecord:
@@ -29,27 +33,30 @@ def _record(name: str) -> logging.LogRecord:
         )
 
 
-def test_the_record_carries_the_traceback_as_text_only():
+def test_torchs_formatter_gets_the_traceback_as_text_and_the_record_is_given_back():
     record = _record("snrun.test.plain")
-    assert FormattedException().filter(record) is True
-    assert record.exc_info is None
-    assert record.exc_text.startswith("Traceback (most recent call last):")
-    assert record.exc_text.endswith("RuntimeError: worker 1 failed")
-    # logging's own formatter prints the same lines it would have printed from exc_info
-    assert logging.Formatter().format(record) == "failed\n" + record.exc_text
+    exc_info = record.exc_info
+    text = PreformattedException(TorchLogsFormatter()).format(record)
+    assert text.startswith("saw exc_info=False: failed\nTraceback (most recent call last):")
+    assert text.endswith("RuntimeError: worker 1 failed")
+    # the lines logging's own formatter prints from the exception object
+    assert text == "saw exc_info=False: " + logging.Formatter().format(_record("snrun.test.x"))
+    assert record.exc_info is exc_info  # other handlers still see the exception
+    assert record.exc_text and record.exc_text in text
 
 
 def test_torchs_artifact_loggers_are_left_to_torch():
     logging.getLogger("snrun.test.graph_breaks").artifact_name = "graph_breaks"  # type: ignore[attr-defined]
     record = _record("snrun.test.graph_breaks")
-    FormattedException().filter(record)
-    assert record.exc_info is not None and record.exc_text is None
+    text = PreformattedException(TorchLogsFormatter()).format(record)
+    assert text.startswith("saw exc_info=True: ")
 
 
-def test_install_filters_torchs_handlers_once_and_no_others():
+def test_install_wraps_torchs_handlers_once_and_no_others():
     torchs, other = logging.StreamHandler(), logging.StreamHandler()
     torchs.setFormatter(TorchLogsFormatter())
-    other.setFormatter(logging.Formatter())
+    plain = logging.Formatter()
+    other.setFormatter(plain)
     logger = logging.getLogger("snrun.test.install")
     logger.addHandler(torchs)
     logger.addHandler(other)
@@ -57,8 +64,10 @@ def test_install_filters_torchs_handlers_once_and_no_others():
         install()
         count = install()
         assert count >= 1 and torchs in torch_exception_log.torch_handlers()
-        assert [type(f) for f in torchs.filters] == [FormattedException]
-        assert other.filters == []
+        wrapped = torchs.formatter
+        assert isinstance(wrapped, PreformattedException)
+        assert type(wrapped.torchs) is TorchLogsFormatter  # wrapped once, not twice
+        assert other.formatter is plain
     finally:
         logger.removeHandler(torchs)
         logger.removeHandler(other)
