@@ -1,0 +1,143 @@
+"""The observe records: what the agent and the ranks write while a job trains, and how to read them.
+
+One folder per attempt, so restarts and requeues never mix: ``<job dir>/observe/<attempt>/``.
+Each writer appends JSON lines to a file only it writes (one per node or per rank), so no lock is
+needed and a reader can follow a running job; a torn last line (the writer is mid-write, or died)
+is skipped, never an error.
+
+- ``<node>.samples.jsonl``: `NodeSample` and `DeviceSample` records of one node (``kind``
+  tells them apart), written by the agent's sampler;
+- ``rank-<rank>.steps.jsonl``: `StepRecord` lines of one rank, written by the in-rank step hook.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+OBSERVE_DIR = "observe"
+
+
+@dataclass(frozen=True)
+class NodeSample:
+    """One node at one time: CPU, memory, disk and per-NIC byte counters (cumulative)."""
+
+    t: float  # seconds since the epoch
+    node: str
+    cpu_percent: float | None = None
+    mem_used_bytes: int | None = None
+    mem_total_bytes: int | None = None
+    disk_used_bytes: int | None = None  # of the job directory's file system
+    disk_total_bytes: int | None = None
+    nic_rx_bytes: dict[str, int] = field(default_factory=dict)
+    nic_tx_bytes: dict[str, int] = field(default_factory=dict)
+    kind: str = "node"
+
+
+@dataclass(frozen=True)
+class DeviceSample:
+    """One accelerator at one time; None where the device or its library does not say."""
+
+    t: float
+    node: str
+    index: int  # the device's index on the node (as CUDA/ASCEND_RT_VISIBLE_DEVICES count)
+    util_percent: float | None = None
+    mem_used_bytes: int | None = None
+    mem_total_bytes: int | None = None
+    temperature_c: float | None = None
+    power_w: float | None = None
+    sm_clock_mhz: float | None = None
+    ecc_errors: int | None = None  # uncorrected, volatile
+    xid: int | None = None  # the last Xid (NVIDIA) or error code (Ascend) seen, if any
+    kind: str = "device"
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """One optimizer step of one rank: when it ended and how long it took since the last."""
+
+    t: float
+    rank: int
+    node: str
+    step: int
+    seconds: float
+    tokens: int | None = None
+    samples: int | None = None
+    loss: float | None = None
+
+
+Record = NodeSample | DeviceSample | StepRecord
+
+
+def attempt_dir(job_dir: Path, attempt: int) -> Path:
+    """Where one attempt's observe records live."""
+    return job_dir / OBSERVE_DIR / str(attempt)
+
+
+def samples_path(job_dir: Path, attempt: int, node: str) -> Path:
+    return attempt_dir(job_dir, attempt) / f"{node}.samples.jsonl"
+
+
+def steps_path(job_dir: Path, attempt: int, rank: int) -> Path:
+    return attempt_dir(job_dir, attempt) / f"rank-{rank}.steps.jsonl"
+
+
+def record_line(record: Record) -> str:
+    """The JSON line of a record (compact, one line, newline-terminated)."""
+    return json.dumps(asdict(record), separators=(",", ":")) + "\n"
+
+
+def append(path: Path, records: list[Record]) -> None:
+    """Append records with one write (O_APPEND): a reader sees whole lines or a torn last one."""
+    if not records:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = "".join(record_line(r) for r in records).encode()
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+
+
+def _from_dict(raw: dict[str, Any]) -> Record | None:
+    kind = raw.get("kind")
+    try:
+        if kind == "node":
+            return NodeSample(**raw)
+        if kind == "device":
+            return DeviceSample(**raw)
+        if "step" in raw and "rank" in raw:
+            return StepRecord(**raw)
+    except TypeError:
+        return None
+    return None
+
+
+def read(path: Path) -> Iterator[Record]:
+    """The records of one file in order; unreadable or torn lines are skipped."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return
+    for line in text.splitlines():
+        try:
+            raw = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(raw, dict) and (rec := _from_dict(raw)) is not None:
+            yield rec
+
+
+def attempts(job_dir: Path) -> list[int]:
+    """The attempts that have observe records, in order."""
+    root = job_dir / OBSERVE_DIR
+    try:
+        names = [p.name for p in root.iterdir() if p.is_dir()]
+    except OSError:
+        return []
+    return sorted(int(n) for n in names if n.isdigit())
