@@ -7,7 +7,9 @@ is skipped, never an error.
 
 - ``<node>.samples.jsonl``: `NodeSample` and `DeviceSample` records of one node (``kind``
   tells them apart), written by the agent's sampler;
-- ``rank-<rank>.steps.jsonl``: `StepRecord` lines of one rank, written by the in-rank step hook.
+- ``rank-<rank>.steps.jsonl``: `StepRecord` lines of one rank, written by the in-rank step hook;
+- ``slow.jsonl``: `SlowNodeMark` lines, written by the one process that judges the nodes;
+- ``rank-<rank>.comm.jsonl``: `CommShare` lines of one rank, one per profiled window.
 """
 
 from __future__ import annotations
@@ -70,7 +72,36 @@ class StepRecord:
     loss: float | None = None
 
 
-Record = NodeSample | DeviceSample | StepRecord
+@dataclass(frozen=True)
+class SlowNodeMark:
+    """A node whose ranks are persistently slower than their peers, with the evidence."""
+
+    t: float
+    node: str
+    supernode: str | None
+    ratio: float  # the node's figure over the median of its peers (step time: > 1 is slower)
+    evidence: str  # in words: which figure, over how many steps or seconds, against what
+    kind: str = "slow_node"
+
+
+@dataclass(frozen=True)
+class CommShare:
+    """One rank's profiled window: compute, exposed and overlapped communication, beside the plan."""
+
+    t: float
+    rank: int
+    node: str
+    steps: int  # how many steps the window profiled
+    compute_s: float
+    exposed_comm_s: float  # communication no compute overlapped: what a step waits for
+    overlapped_comm_s: float
+    by_group: dict[str, float] = field(default_factory=dict)  # group kind (tp, dp, ...) -> seconds
+    plan_share: float | None = None  # the planner's communication share for this layout, 0..1
+    trace: str | None = None  # the profiler trace file (Perfetto / TensorBoard), job-dir relative
+    kind: str = "comm_share"
+
+
+Record = NodeSample | DeviceSample | StepRecord | SlowNodeMark | CommShare
 
 
 def attempt_dir(job_dir: Path, attempt: int) -> Path:
@@ -84,6 +115,14 @@ def samples_path(job_dir: Path, attempt: int, node: str) -> Path:
 
 def steps_path(job_dir: Path, attempt: int, rank: int) -> Path:
     return attempt_dir(job_dir, attempt) / f"rank-{rank}.steps.jsonl"
+
+
+def slow_path(job_dir: Path, attempt: int) -> Path:
+    return attempt_dir(job_dir, attempt) / "slow.jsonl"
+
+
+def comm_path(job_dir: Path, attempt: int, rank: int) -> Path:
+    return attempt_dir(job_dir, attempt) / f"rank-{rank}.comm.jsonl"
 
 
 def record_line(record: Record) -> str:
@@ -111,6 +150,10 @@ def _from_dict(raw: dict[str, Any]) -> Record | None:
             return NodeSample(**raw)
         if kind == "device":
             return DeviceSample(**raw)
+        if kind == "slow_node":
+            return SlowNodeMark(**raw)
+        if kind == "comm_share":
+            return CommShare(**raw)
         if "step" in raw and "rank" in raw:
             return StepRecord(**raw)
     except TypeError:

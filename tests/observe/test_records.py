@@ -28,3 +28,22 @@ def test_unknown_or_wrong_shaped_lines_are_skipped(tmp_path: Path) -> None:
     path = tmp_path / "x.jsonl"
     path.write_text('[1,2]\n{"kind":"device","t":1}\n{"kind":"gpu"}\nnot json\n')
     assert list(r.read(path)) == []
+
+
+def test_slow_marks_and_comm_shares_round_trip(tmp_path: Path) -> None:
+    mark = r.SlowNodeMark(t=3.0, node="n2", supernode="sn0", ratio=1.8, evidence="step time")
+    share = r.CommShare(
+        t=4.0,
+        rank=1,
+        node="n1",
+        steps=5,
+        compute_s=1.0,
+        exposed_comm_s=0.3,
+        overlapped_comm_s=0.1,
+        by_group={"dp": 0.4},
+        plan_share=0.18,
+    )
+    r.append(r.slow_path(tmp_path, 0), [mark])
+    r.append(r.comm_path(tmp_path, 0, 1), [share])
+    assert list(r.read(r.slow_path(tmp_path, 0))) == [mark]
+    assert list(r.read(r.comm_path(tmp_path, 0, 1))) == [share]
