@@ -86,7 +86,7 @@ class SlowNodeMark:
 
 @dataclass(frozen=True)
 class CommShare:
-    """One rank's profiled window: compute, exposed and overlapped communication, beside the plan."""
+    """One rank's profiled window: compute, exposed and overlapped communication, and the plan."""
 
     t: float
     rank: int
