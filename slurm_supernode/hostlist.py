@@ -124,7 +124,7 @@ def _expand_1d(piece: str, segs: list[str | list[str]]) -> list[str]:
         lo, dash, hi = r.partition("-")
         if dash and lo.isdigit() and hi.isdigit():  # checked LO-HI: no RangeSet needed
             # equal widths: every number between has that width (zero-padded or not);
-            # unequal widths never pad (_check_range refuses '08-12'), as RangeSet does
+            # unequal widths never pad (_check_range refuses '008-12' and '1-018')
             width = len(lo) if len(lo) == len(hi) else 0
             if len(hosts) + int(hi) - int(lo) + 1 > MAX_HOSTS:
                 raise HostlistError(f"'{piece}' expands to more than {MAX_HOSTS} hosts")
@@ -152,8 +152,15 @@ def _check_range(r: str, piece: str) -> None:
         return
     if int(lo) > int(hi):
         raise HostlistError(f"range '{r}' in '{piece}' goes backwards")
-    if len(lo) != len(hi) and lo.startswith("0") and len(lo) > 1:
-        raise HostlistError(f"range '{r}' in '{piece}' pads {lo} to {len(lo)} digits but not {hi}")
+    if len(lo) == len(hi):
+        return
+    # Slurm's rule: a zero-padded end fixes the width of every name in the range, so the other
+    # end must have that width too, whichever end is padded ('n[001-18]', 'n[1-018]').
+    for padded, other in ((lo, hi), (hi, lo)):
+        if len(padded) > 1 and padded.startswith("0"):
+            raise HostlistError(
+                f"range '{r}' in '{piece}' pads {padded} to {len(padded)} digits but not {other}"
+            )
 
 
 def _range_size(r: str) -> int:

@@ -20,6 +20,10 @@ def test_expand_keeps_written_order_and_duplicates():
     assert expand("n[3,1-2],x,n3") == ["n3", "n1", "n2", "x", "n3"]
     assert expand("gb[008-011]") == ["gb008", "gb009", "gb010", "gb011"]
     assert expand("r[1-2]-gpu") == ["r1-gpu", "r2-gpu"]
+    # unpadded ends of different widths and padded ends of one width are Slurm syntax
+    assert expand("n[8-10]") == ["n8", "n9", "n10"]
+    assert expand("n[0-10]")[-2:] == ["n9", "n10"]
+    assert expand("n[08-10]") == ["n08", "n09", "n10"]
     with pytest.raises(HostlistError):  # ClusterShell steps are not Slurm syntax
         expand("n[1-5/2]")
 
@@ -33,6 +37,11 @@ def test_expand_keeps_written_order_and_duplicates():
         ("n[a-b]", "range 'a-b' in 'n[a-b]' is not N or LO-HI"),
         ("n[3-1]", "range '3-1' in 'n[3-1]' goes backwards"),
         ("n[01-100]", "pads 01 to 2 digits but not 100"),
+        ("gb[001-18]", "pads 001 to 3 digits but not 18"),
+        ("gb[1-018]", "pads 018 to 3 digits but not 1"),
+        ("gb[0-010]", "pads 010 to 3 digits but not 0"),
+        ("gb[1-2,9-010]", "pads 010 to 3 digits but not 9"),
+        ("r[1-2]gb[1-018]", "pads 018 to 3 digits but not 1"),
         ("n[1-2-3]", "is not N or LO-HI"),
         ("n[1-4/2]", "'/' is not allowed in a hostlist (position 6"),
         ("n=1", "'=' is not allowed in a hostlist (position 2"),

@@ -746,6 +746,7 @@ HOSTILE = [
     c("host-step", SN0_NODES, "    nodes: ^'n[0-6/2]'", "character '/' is not allowed"),
     c("range-three", SN0_NODES, "    nodes: ^'n[1-2-3]'", "is not N or LO-HI"),
     c("range-padding", SN0_NODES, "    nodes: ^'n[01-100]'", "pads 01 to 2 digits but not 100"),
+    c("range-padding-hi", SN0_NODES, "    nodes: ^'n[1-004]'", "pads 004 to 3 digits but not 1"),
     c("range-backwards", SN0_NODES, "    nodes: ^'n[3-0]'", "goes backwards"),
     c("range-letters", SN0_NODES, "    nodes: ^'n[a-d]'", "is not N or LO-HI"),
     c("range-empty", SN0_NODES, "    nodes: ^'n[]'", "empty range"),
