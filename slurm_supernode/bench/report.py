@@ -16,6 +16,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from slurm_supernode.bench.collectives import CHUNKED
+from slurm_supernode.bench.model import ELEMENT_SIZE
 from slurm_supernode.bench.store import ResultRow, ResultStore, RunInfo
 from slurm_supernode.bench.sweep import format_size
 from slurm_supernode.site.model import DEFAULT_BASELINE_RUNS, DEFAULT_REGRESSION_PCT
@@ -50,6 +52,7 @@ class Comparison:
     baseline_count: int  # runs in the baseline (0: nothing to compare with)
     change_pct: float | None  # busbw against the baseline, negative = slower
     status: str  # ok, new, regression, wrong, below_floor
+    judged: bool = True  # measured at a size of at least min_bytes (as requested)
 
     @property
     def failed(self) -> bool:
@@ -70,6 +73,19 @@ class RunReport:
         return tuple(c for c in self.comparisons if c.failed)
 
 
+def reaches_min_bytes(row: ResultRow, min_bytes: int) -> bool:
+    """Whether the size the run was asked for was at least ``min_bytes``.
+
+    Chunked collectives store the size floored to a multiple of the group's element count
+    (``collectives.element_count``): an all_gather asked for 1M over 3 ranks measures 1048574
+    bytes, which must still count as 1M, so up to one element per other rank is added back.
+    """
+    slack = 0
+    if row.collective in CHUNKED:
+        slack = max(row.group_size - 1, 0) * ELEMENT_SIZE.get(row.dtype, 1)
+    return row.size + slack >= min_bytes
+
+
 def _status(row: ResultRow, base: float | None, th: Thresholds, floor: float | None) -> str:
     if row.wrong:
         return "wrong"
@@ -77,7 +93,7 @@ def _status(row: ResultRow, base: float | None, th: Thresholds, floor: float | N
         return "below_floor"
     if base is None:
         return "new"
-    if row.size >= th.min_bytes and row.busbw < base * (1 - th.regression_pct / 100):
+    if reaches_min_bytes(row, th.min_bytes) and row.busbw < base * (1 - th.regression_pct / 100):
         return "regression"
     return "ok"
 
@@ -116,6 +132,7 @@ def compare_run(
                 baseline_count=len(recent),
                 change_pct=(row.busbw / base - 1) * 100 if base else None,
                 status=_status(row, base, th, floor),
+                judged=reaches_min_bytes(row, th.min_bytes),
             )
         )
     return tuple(out)
@@ -181,7 +198,7 @@ def format_reports(reports: Sequence[RunReport], *, all_sizes: bool = False) -> 
             f"{'baseline':>8} {'change':>7} {'lat_us':>9} {'wrong':>5}  status",
         ]
         for c in rep.comparisons:
-            if not (all_sizes or c.size >= th.min_bytes or c.failed):
+            if not (all_sizes or c.judged or c.failed):
                 continue
             change = "-" if c.change_pct is None else f"{c.change_pct:+.1f}%"
             lines.append(

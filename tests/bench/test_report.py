@@ -208,3 +208,33 @@ def test_report_path_does_not_import_torch(tmp_path):
                           cwd=tmp_path, env={"PYTHONPATH": root})  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert page.exists()
+
+
+def test_chunked_sizes_floored_below_min_bytes_are_still_judged(tmp_path, capsys):
+    """An all_gather asked for 1M over 3 ranks measures 1048574 bytes (a multiple of 3
+    elements): it is the 1M row, shown and able to fail with --min-bytes 1M."""
+    import dataclasses
+
+    from slurm_supernode.bench.collectives import element_count
+    from slurm_supernode.bench.model import ELEMENT_SIZE
+
+    def floored(run):
+        out = []
+        for r in run.results:
+            n = element_count(r.collective, r.size, r.dtype, 3)
+            out.append(dataclasses.replace(r, group_size=3, count=n,
+                                           size=n * ELEMENT_SIZE[r.dtype]))  # fmt: skip
+        return dataclasses.replace(run, results=tuple(out))
+
+    db = tmp_path / "b.sqlite"
+    with open_store(db) as store:
+        for i, scale in enumerate([1.0, 1.0, 1.0, 0.5]):
+            store.add_run(floored(make_run(1e9 + i * DAY, scale=scale)))
+        (rep,) = build_reports(store, thresholds=Thresholds(min_bytes=1 << 20))
+    gathered = {c.size: c for c in rep.comparisons if c.collective == "all_gather"}
+    assert sorted(gathered) == [1020, 1048572, 67108860]  # floored to a multiple of 3 elements
+    assert gathered[1048572].judged and gathered[1048572].status == "regression"
+    assert not gathered[1020].judged and gathered[1020].status == "ok"
+    assert _report(db, "--min-bytes", "1M") == REGRESSION_EXIT
+    shown = [line.split() for line in capsys.readouterr().out.splitlines() if "all_gather" in line]
+    assert [row[3] for row in shown] == ["1048572", "67108860"]
