@@ -43,6 +43,17 @@ def spec_summary(spec: NodeSpec, gres_name: str) -> str:
     return ", ".join(parts)
 
 
+def slurm_summary(site: Site) -> str:
+    """The ``slurm:`` settings on one line: everything that changes what a job is given."""
+    s = site.slurm
+    enforced = ",".join(s.supernode_partitions) or "none"
+    return (
+        f"partition {s.partition or '-'}, strategy {s.strategy}, feature {s.feature_format},"
+        f" spine {s.spine_switch}, gres {s.gres_name}, whole super nodes enforced in {enforced},"
+        f" small jobs {s.small_jobs}"
+    )
+
+
 def _spec_ids(site: Site) -> dict[int, str]:
     """Short labels (A, B, ...) for the distinct node specs, in order of first use."""
     labels: dict[int, str] = {}
@@ -56,6 +67,8 @@ def _spec_ids(site: Site) -> dict[int, str]:
 def _sn_lines(site: Site, sn: SuperNode, labels: dict[int, str]) -> list[tuple[int, str]]:
     """(depth, text) lines for one super node."""
     head = f"{sn.name}: {len(sn.nodes)} nodes, {sn.devices} devices, feature {sn.feature}"
+    if sn.spares:
+        head += f", {sn.spares} spares (jobs take {sn.job_size})"
     if sn.super_pod_id is not None:
         head += f", super_pod_id {sn.super_pod_id}"
     lines = [(1, head)]
@@ -81,10 +94,7 @@ def render_text(site: Site) -> str:
     ]
     if site.source:
         out.append(f"  file: {site.source}")
-    out.append(
-        f"  slurm: partition {s.partition or '-'}, strategy {s.strategy}, feature"
-        f" {s.feature_format}, spine {s.spine_switch}, gres {s.gres_name}"
-    )
+    out.append(f"  slurm: {slurm_summary(site)}")
     out.append("super nodes")
     for sn in site.supernodes:
         out += ["  " * d + text for d, text in _sn_lines(site, sn, labels)]
@@ -136,6 +146,7 @@ def print_site(site: Site, stream: TextIO | None = None) -> None:
             del stack[depth:]
             stack.append(stack[-1].add(escape(text), highlight=False))
     console.print(tree)
+    console.print(escape(f"slurm: {slurm_summary(site)}"), highlight=False)
     specs = Table(title="node specs")
     specs.add_column("spec")
     specs.add_column("hardware")

@@ -191,6 +191,34 @@ def test_show_plain_and_rich():
     assert "900" in out.getvalue()
 
 
+def test_show_names_spares_and_the_plugin_settings():
+    import dataclasses
+    import io
+
+    from slurm_supernode.site.show import print_site, render_text
+
+    site = bundled("nvl72")
+    site = dataclasses.replace(
+        site,
+        supernodes=(dataclasses.replace(site.supernodes[0], spares=2), *site.supernodes[1:]),
+        slurm=dataclasses.replace(site.slurm, small_jobs="aligned",
+                                  supernode_partitions=("gb200", "debug")),
+    )  # fmt: skip
+    first = site.supernodes[0].name
+    plain = render_text(site)
+    assert f"{first}: 18 nodes, 72 devices, feature {first}, 2 spares (jobs take 16)" in plain
+    assert "whole super nodes enforced in gb200,debug, small jobs aligned" in plain
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    out = Tty()
+    print_site(site, out)
+    assert "2 spares (jobs take 16)" in out.getvalue()
+    assert "small jobs aligned" in out.getvalue()
+
+
 @pytest.mark.parametrize("site_name", SITES)
 def test_block_sizes_or_levels_by_target_version(site_name):
     """23.11 reads BlockLevels (level L = base x 2^L), 24.05+ BlockSizes: same blocks."""
