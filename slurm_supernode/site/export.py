@@ -285,6 +285,10 @@ def site_json(site: Site) -> str:
         "env_profiles": {k: dict(v.vars) for k, v in site.env_profiles.items()},
         "bench": asdict(site.bench),
         "paths": asdict(site.paths),
+        "doctor": asdict(site.doctor),
+        "imex_channels": site.imex_channels,
+        "restarts": dict(site.restarts),
+        "containers": asdict(site.containers),
     }
     return json.dumps(data, indent=1) + "\n"
 

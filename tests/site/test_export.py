@@ -153,6 +153,25 @@ def test_json_round_trips():
     assert len(data["supernodes"][0]["nodes"][0]["device_ips"]) == 16
 
 
+@pytest.mark.parametrize("site_name", SITES)
+def test_json_holds_every_setting_of_the_model(site_name):
+    """"The whole model": every field of Site (its super nodes as a list) is in the JSON, with
+    the site's values, so a new setting cannot be left out unnoticed."""
+    import dataclasses
+
+    site = bundled(site_name)
+    data = json.loads(export(site, "json"))
+    public = {f.name for f in dataclasses.fields(site) if not f.name.startswith("_")}
+    assert public <= set(data), public - set(data)
+    assert data["imex_channels"] is site.imex_channels
+    assert data["doctor"]["slow_pct"] == site.doctor.slow_pct
+    assert data["containers"]["runtime"] == site.containers.runtime
+    assert data["restarts"] == dict(site.restarts)
+    for section in ("slurm", "bench", "paths", "doctor", "containers"):
+        fields = {f.name for f in dataclasses.fields(getattr(site, section))}
+        assert fields == set(data[section]), section
+
+
 def test_export_errors():
     site = bundled("local")
     with pytest.raises(InputError, match="unknown export format"):
