@@ -196,6 +196,7 @@ def list_schedules(*, site: str | None = None) -> tuple[Path, tuple[ScheduleStat
             queued = tuple(
                 QueuedJob(j.job_id, str(j.state), j.start_time)
                 for j in job_lookup.jobs_named(entry.job_name)
+                if not j.het_component  # a heterogeneous job is one job, its leader's id
             )
         except SlurmError:
             queued = None

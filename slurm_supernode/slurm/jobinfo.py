@@ -68,6 +68,14 @@ class JobInfo:
     work_dir: str | None
     stdout: str | None
     source: str
+    # a heterogeneous job's components are records of their own: the leader's id on each
+    # (the leader's own record too), None for an ordinary job
+    het_job_id: int | None = None
+
+    @property
+    def het_component(self) -> bool:
+        """A component of a heterogeneous job other than its leader (listed under it)."""
+        return self.het_job_id is not None and self.het_job_id != self.job_id
 
     @property
     def ended(self) -> bool:
@@ -114,6 +122,7 @@ def job_from_record(rec: dict[str, str]) -> JobInfo:
         work_dir=null(rec.get("WorkDir")),
         stdout=null(rec.get("StdOut")),
         source="scontrol",
+        het_job_id=to_int(rec.get("HetJobId")) or None,
     )
 
 
@@ -145,6 +154,7 @@ def job_from_json(job: Mapping[str, object]) -> JobInfo:
         work_dir=text("current_working_directory"),
         stdout=text("standard_output"),
         source="scontrol",
+        het_job_id=json_number(job.get("het_job_id")) or None,
     )
 
 

@@ -64,6 +64,7 @@ def job_from_pyslurm(job: Any) -> JobInfo:
         work_dir=_text(job.working_directory),
         stdout=_text(job.standard_output),
         source="pyslurm",
+        het_job_id=_int(getattr(job, "het_job_id", None)) or None,
     )
 
 

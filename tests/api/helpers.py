@@ -50,7 +50,7 @@ class FakeSlurm:
         self.plans.append(plan)
         self.queue.append(
             SimpleNamespace(job_id=self.next_id, name=plan.spec.job_name, pending=True,
-                            state="PENDING", start_time=None)
+                            state="PENDING", start_time=None, het_component=False)
         )  # fmt: skip
         return self.next_id
 

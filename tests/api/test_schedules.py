@@ -183,3 +183,29 @@ def test_cli_list_json_shows_the_typed_spec(tmp_path, monkeypatch, capsys):
     (row,) = json.loads(capsys.readouterr().out)
     assert row["spec"]["sizes"] == "2M" and row["spec"]["count"] == 1
     assert row["jobs"] == [{"job_id": 101, "state": "PENDING", "start": None}]
+
+
+def test_a_heterogeneous_job_is_listed_once_under_its_leader(tmp_path, monkeypatch, capsys):
+    """`snrun -S 3` on a features site is one heterogeneous job of three components, which
+    the controller lists as three records (HetJobId on each): the schedule has one job."""
+    from types import SimpleNamespace
+
+    from slurm_supernode.slurm.jobinfo import job_from_record
+
+    slurm = FakeSlurm(monkeypatch)
+    site = site_file(tmp_path)
+    schedules.install_schedule(BenchJob(site_arg=site), "01:00", name="h", mode="chain")
+    (leader,) = slurm.queue
+    for offset in (1, 2):  # the components as scontrol -o prints them
+        rec = job_from_record({"JobId": str(leader.job_id + offset), "JobName": leader.name,
+                               "JobState": "PENDING", "HetJobId": str(leader.job_id),
+                               "HetJobOffset": str(offset)})  # fmt: skip
+        assert rec.het_component
+        slurm.queue.append(SimpleNamespace(job_id=rec.job_id, name=rec.name, pending=True,
+                                           state="PENDING", start_time=None,
+                                           het_component=rec.het_component))  # fmt: skip
+    first = job_from_record({"JobId": "101", "JobName": "x", "HetJobId": "101"})
+    assert first.het_job_id == 101 and not first.het_component
+    assert job_from_record({"JobId": "7", "JobName": "x"}).het_job_id is None
+    _, rows = schedules.list_schedules(site=site)
+    assert [q.job_id for q in rows[0].jobs] == [leader.job_id]
