@@ -302,6 +302,25 @@ def test_gen_shape_exports_through_the_site_exporter(tmp_path):
 
     site = load_site(str(tmp_path / "site.yaml"))  # the generated site validates
     assert [sn.name for sn in site.supernodes] == ["sn0", "sn1", "sn2"]
+    assert (tmp_path / "shape-summary").read_text() == "3 super nodes x 2, 4 GPUs each\n"
+
+
+def test_gen_shape_summarises_the_given_site_not_the_default_sizes(tmp_path):
+    """`minicluster up --site F` prints F's shape (gen-shape's shape-summary), not 2 x 4 x 8."""
+    site = tmp_path / "mine.yaml"
+    site.write_text(
+        (ROOT / "site-configs" / "local.yaml").read_text()
+        .replace("nodes: n[0-3]", "nodes: n[0-2]\n    spares: 1")
+        .replace("nodes: n[4-7]", "nodes: n[3-5]\n    spares: 1")
+    )  # fmt: skip
+    out = tmp_path / "etc"
+    out.mkdir()
+    script = ROOT / "contrib" / "minicluster" / "gen-shape"
+    subprocess.run(["bash", str(script), str(out), "/dev/x", "2", "4", "8", "8", "20000",
+                    str(site)], check=True)  # fmt: skip
+    assert (out / "shape-summary").read_text() == "2 super nodes x 3 (2 spares), 8 GPUs each\n"
+    minicluster = (ROOT / "contrib" / "minicluster" / "minicluster").read_text()
+    assert 'cat "$ETC/shape-summary"' in minicluster
 
 
 def test_gen_shape_writes_a_site_like_the_bundled_local_one(tmp_path):
