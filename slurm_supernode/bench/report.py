@@ -182,7 +182,7 @@ def _fmt(value: float | None, spec: str) -> str:
 def format_reports(reports: Sequence[RunReport], *, all_sizes: bool = False) -> str:
     """Text table: per group the compared results (sizes >= min_bytes, and every failure)."""
     if not reports:
-        return "# no bench runs stored yet\n"
+        return "# no bench runs stored yet (measure with 'snrun bench submit' or 'snrun doctor')\n"
     lines = []
     for rep in reports:
         run, th = rep.run, rep.thresholds

@@ -352,7 +352,13 @@ def open_store(path: str | Path, *, create: bool = True) -> ResultStore:
     """Open (and create or migrate, under the file lock) the results database at ``path``."""
     path = Path(path).expanduser()
     if not path.exists() and not create:
-        raise InputError("no results database here", where=str(path), hint="run 'snrun bench run'")
+        raise InputError(
+            "no results database here",
+            where=str(path),
+            # `bench run` is the in-job measurement (torchrun); an admin submits a job
+            hint="measure first: 'snrun bench submit' (a bench job on whole super nodes) or"
+            " 'snrun doctor'; or name the database with --db / SNRUN_BENCH_DB",
+        )
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -188,7 +188,9 @@ def test_empty_and_missing_databases(tmp_path, capsys):
     assert _report(db) == 0
     assert "no bench runs" in capsys.readouterr().out
     assert _report(tmp_path / "none.sqlite") == 2
-    assert "none.sqlite: no results database here" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "none.sqlite: no results database here" in err
+    assert "snrun bench submit" in err and "bench run" not in err  # not the in-job command
 
 
 def test_report_path_does_not_import_torch(tmp_path):
