@@ -155,7 +155,7 @@ def test_json_round_trips():
 
 @pytest.mark.parametrize("site_name", SITES)
 def test_json_holds_every_setting_of_the_model(site_name):
-    """"The whole model": every field of Site (its super nodes as a list) is in the JSON, with
+    """ "The whole model": every field of Site (its super nodes as a list) is in the JSON, with
     the site's values, so a new setting cannot be left out unnoticed."""
     import dataclasses
 

@@ -13,8 +13,14 @@ from pathlib import Path
 
 import yaml
 
-from slurm_supernode.site import build_settings, build_supernodes, builder, containers
-from slurm_supernode.site import ip_patterns, model
+from slurm_supernode.site import (
+    build_settings,
+    build_supernodes,
+    builder,
+    containers,
+    ip_patterns,
+    model,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "site-config.md"
