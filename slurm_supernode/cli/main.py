@@ -30,6 +30,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "status": ("status", "show the attempts of a job chain"),
     "cancel": ("cancel", "cancel a whole job chain"),
     "logs": ("logs", "per-rank logs of a job's attempts"),
+    "metrics": ("metrics", "a job's figures now: devices, step time, communication, slow nodes"),
+    "top": ("top", "a live view of a running job, per node"),
     "attach": ("attach", "a shell, a command or a live stack dump on a node of a running job"),
     "bench": ("bench", "collective bandwidth benchmarks: run, submit, schedule, report"),
     "health": ("health", "node health checks; drain and resume nodes"),

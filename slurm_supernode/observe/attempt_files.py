@@ -1,0 +1,45 @@
+"""Reading one attempt's observe folder into `AttemptRecords` (the file side of summary.py).
+
+The file names are records.py's; which node or rank a file is of comes from its name, what it
+holds from `records.read` (torn or foreign lines skipped).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from slurm_supernode.observe import records
+from slurm_supernode.observe.records import CommShare, Record, SlowNodeMark, StepRecord
+from slurm_supernode.observe.summary import AttemptRecords
+
+_RANK_FILE = re.compile(r"rank-(\d+)\.(steps|comm)\.jsonl")
+_SAMPLES_SUFFIX = records.samples_path(Path(), 0, "").name  # ".samples.jsonl"
+
+
+def load_attempt(job_dir: Path, attempt: int) -> AttemptRecords:
+    """Every record of one attempt; an attempt without a folder has none."""
+    folder = records.attempt_dir(job_dir, attempt)
+    try:
+        names = sorted(p.name for p in folder.iterdir())
+    except OSError:
+        return AttemptRecords()
+    samples: dict[str, list[Record]] = {}
+    steps: dict[int, list[StepRecord]] = {}
+    comm: dict[int, list[CommShare]] = {}
+    for name in names:
+        if name.endswith(_SAMPLES_SUFFIX) and len(name) > len(_SAMPLES_SUFFIX):
+            node = name[: -len(_SAMPLES_SUFFIX)]
+            samples[node] = list(records.read(records.samples_path(job_dir, attempt, node)))
+        elif m := _RANK_FILE.fullmatch(name):
+            rank = int(m.group(1))
+            if m.group(2) == "steps":
+                path = records.steps_path(job_dir, attempt, rank)
+                steps[rank] = [r for r in records.read(path) if isinstance(r, StepRecord)]
+            else:
+                path = records.comm_path(job_dir, attempt, rank)
+                comm[rank] = [r for r in records.read(path) if isinstance(r, CommShare)]
+    slow = [
+        r for r in records.read(records.slow_path(job_dir, attempt)) if isinstance(r, SlowNodeMark)
+    ]
+    return AttemptRecords(samples=samples, steps=steps, slow=slow, comm=comm)

@@ -1,0 +1,124 @@
+"""The reduction of an attempt's records to its summary (observe/summary.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from slurm_supernode.observe.attempt_files import load_attempt
+from slurm_supernode.observe.records import NodeSample, StepRecord
+from slurm_supernode.observe.summary import AttemptRecords, JobContext, rank_step, summarize
+from tests.observe.attempt_fixture import GIB, NODES, SLOW, SUPERNODE, T0, write_attempt
+
+NOW = T0 + 65
+
+
+def ctx(**kw) -> JobContext:
+    base = dict(job_id=4242, user="alice", attempt=0, nodes=NODES, supernode_of=SUPERNODE)
+    return JobContext(**(base | kw))
+
+
+def test_every_node_with_its_newest_figures(tmp_path):
+    write_attempt(tmp_path)
+    s = summarize(load_attempt(tmp_path, 0), ctx(), NOW)
+    assert [n.node for n in s.nodes] == list(NODES)
+    n = s.node("sn0-n0")
+    assert n.supernode == "sn0" and n.sampled_t == T0 + 60 and n.age_s == pytest.approx(5)
+    assert not n.stale
+    assert n.cpu_percent == 41.0 and n.mem_used_bytes == 46 * GIB
+    assert [d.index for d in n.devices] == [0, 1, 2, 3]
+    assert n.devices[3].power_w == 430.0 and n.devices[3].temperature_c == 63.0
+    # 10 MB more every 10 s: 1 MB/s received on ib0; 2 MB/s sent
+    assert n.nics["ib0"].rx_bytes_per_s == pytest.approx(1e6)
+    assert n.nics["ib0"].tx_bytes_per_s == pytest.approx(2e6)
+    assert n.nics["eth0"].rx_bytes_per_s == pytest.approx(100)
+
+
+def test_step_times_per_rank_node_and_job(tmp_path):
+    write_attempt(tmp_path)
+    s = summarize(load_attempt(tmp_path, 0), ctx(), NOW)
+    assert s.node("sn0-n0").step_s == pytest.approx(0.5)
+    assert s.node(SLOW).step_s == pytest.approx(0.8)
+    assert [r.rank for r in s.node(SLOW).ranks] == [6, 7]
+    assert s.step_s == pytest.approx(0.5)  # the median of 8 ranks, 6 of them at 0.5 s
+    assert s.last_step == 40
+    # 4096 tokens per step and rank: 6 ranks at 0.5 s and 2 at 0.8 s
+    assert s.tokens_per_s == pytest.approx(6 * 4096 / 0.5 + 2 * 4096 / 0.8)
+    assert s.loss == pytest.approx(2.6)
+
+
+def test_communication_share_against_the_plan(tmp_path):
+    write_attempt(tmp_path)
+    s = summarize(load_attempt(tmp_path, 0), ctx(), NOW)
+    assert s.comm is not None
+    assert s.comm.share == pytest.approx(0.3)  # 0.15 exposed of 0.5 s
+    assert s.comm.overlapped_share == pytest.approx(0.1)
+    assert s.comm.plan_share == pytest.approx(0.18)
+    assert s.comm.by_group == pytest.approx({"dp": 0.2, "tp": 0.2})
+    assert s.comm.ranks == 8 and s.node("sn1-n0").comm.ranks == 2
+
+
+def test_the_slow_mark_with_its_evidence(tmp_path):
+    write_attempt(tmp_path)
+    s = summarize(load_attempt(tmp_path, 0), ctx(), NOW)
+    assert [m.node for m in s.slow] == [SLOW]
+    assert s.node(SLOW).slow.ratio == 1.6 and "0.80 s" in s.node(SLOW).slow.evidence
+    assert s.node("sn0-n0").slow is None
+
+
+def test_unknown_is_said_not_zero(tmp_path):
+    write_attempt(tmp_path, steps=False, comm=False, devices=False)
+    s = summarize(load_attempt(tmp_path, 0), ctx(), NOW)
+    assert s.step_s is None and s.last_step is None and s.tokens_per_s is None
+    assert s.comm is None and s.checkpoint_age_s is None
+    assert any(m.startswith("progress unknown") for m in s.missing)
+    assert any(m.startswith("communication share unknown") for m in s.missing)
+    assert any(m.startswith("checkpoint age unknown") for m in s.missing)
+    n = s.node("sn0-n0")
+    assert n.step_s is None and n.devices == []
+    assert any("no device figures" in m for m in n.missing)
+
+
+def test_a_node_without_samples_and_a_stale_one(tmp_path):
+    write_attempt(tmp_path)
+    s = summarize(load_attempt(tmp_path, 0), ctx(nodes=(*NODES, "sn2-n0")), T0 + 200)
+    assert s.node("sn2-n0").sampled_t is None
+    assert any("no samples" in m for m in s.node("sn2-n0").missing)
+    assert s.node("sn0-n0").stale  # 140 s after its newest sample, sampled every 10 s
+    assert any("140 s old" in m for m in s.node("sn0-n0").missing)
+
+
+def test_nic_counter_reset_and_a_single_sample():
+    a = NodeSample(t=T0, node="x", nic_rx_bytes={"ib0": 500}, nic_tx_bytes={"ib0": 500})
+    b = NodeSample(t=T0 + 10, node="x", nic_rx_bytes={"ib0": 100}, nic_tx_bytes={"ib0": 600})
+    s = summarize(AttemptRecords(samples={"x": [a, b]}), ctx(nodes=()), T0 + 11)
+    assert s.node("x").nics["ib0"].rx_bytes_per_s is None  # went back: a reset, not a rate
+    assert s.node("x").nics["ib0"].tx_bytes_per_s == pytest.approx(10)
+    one = summarize(AttemptRecords(samples={"x": [a]}), ctx(nodes=()), T0 + 1)
+    assert one.node("x").nics == {}
+    assert any("second sample" in m for m in one.node("x").missing)
+
+
+def test_the_window_is_the_last_steps():
+    lines = [StepRecord(t=T0 + i, rank=0, node="x", step=i, seconds=1.0) for i in range(30)]
+    lines += [
+        StepRecord(t=T0 + 30 + i, rank=0, node="x", step=30 + i, seconds=3.0) for i in range(5)
+    ]
+    assert rank_step(0, lines, 5).step_s == 3.0
+    assert rank_step(0, lines, 20).step_s == 1.0
+    assert rank_step(0, lines, 20).tokens_per_s is None  # the job never said
+
+
+def test_a_torn_last_line_is_skipped(tmp_path):
+    write_attempt(tmp_path)
+    path = tmp_path / "observe" / "0" / "rank-0.steps.jsonl"
+    with open(path, "a") as fh:
+        fh.write('{"t": 1, "rank": 0, "node": "sn0-n')
+    s = summarize(load_attempt(tmp_path, 0), ctx(), NOW)
+    assert s.node("sn0-n0").ranks[0].last_step == 40
+
+
+def test_attempts_stay_apart(tmp_path):
+    write_attempt(tmp_path, 0)
+    write_attempt(tmp_path, 1, slow=False)
+    assert summarize(load_attempt(tmp_path, 1), ctx(attempt=1), NOW).slow == []
+    assert load_attempt(tmp_path, 7) == AttemptRecords()
