@@ -125,9 +125,10 @@ def bench_report(
 
         write_atomic(html, render_html(reports))
     if prom:
-        from slurm_supernode.bench.prom import render_prom
+        from slurm_supernode.bench.prom import prom_families, scope
+        from slurm_supernode.promfile import write_textfile
 
-        write_atomic(prom, render_prom(reports))
+        write_textfile(prom, prom_families(reports), scope(chosen.name))
     if json_out:
         data = [
             {"run": asdict(r.run), "comparisons": [asdict(c) for c in r.comparisons]}

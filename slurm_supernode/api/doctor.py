@@ -93,6 +93,7 @@ def run_doctor(
     timeout: float = 3600.0,
     html: str | None = None,
     progress: Progress = _quiet,
+    prom: str | None = None,
 ) -> DoctorOutcome:
     """Submit the doctor job (or, with ``in_job``, run it as an overlapping step of that
     running job), wait up to ``timeout`` s, judge its facts and write the page (``html``,
@@ -126,17 +127,17 @@ def run_doctor(
             hint=f"its log: {plan.job_dir / 'logs'}",
         )
     page = html or str(plan.job_dir / "doctor.html")
-    outcome = judge(site, read_facts(path), extra=before, html=page)
+    outcome = judge(site, read_facts(path), extra=before, html=page, prom=prom)
     return dataclasses.replace(outcome, job_id=job_id, job_dir=plan.job_dir)
 
 
 def judge_facts_file(
-    path: str, *, site: str | None = None, html: str | None = None
+    path: str, *, site: str | None = None, html: str | None = None, prom: str | None = None
 ) -> DoctorOutcome:
     """Judge a facts file again (no job): the report, and the page if ``html`` is given."""
     from slurm_supernode.site.loader import load_site
 
-    return judge(load_site(site_argument(site)), read_facts(Path(path)), html=html)
+    return judge(load_site(site_argument(site)), read_facts(Path(path)), html=html, prom=prom)
 
 
 def login_findings(hosts: tuple[str, ...]) -> list[Finding]:
@@ -179,7 +180,12 @@ def read_facts(path: Path) -> DoctorFacts:
 
 
 def judge(
-    site: Site, facts: DoctorFacts, *, extra: list[Finding] | None = None, html: str | None = None
+    site: Site,
+    facts: DoctorFacts,
+    *,
+    extra: list[Finding] | None = None,
+    html: str | None = None,
+    prom: str | None = None,
 ) -> DoctorOutcome:
     """Evaluate the six steps; write the HTML page and its JSON beside it when ``html``."""
     from slurm_supernode.doctor.html import render_html
@@ -193,6 +199,11 @@ def judge(
             write_atomic(Path(html).with_suffix(".json"), json.dumps(report.to_dict(), indent=1))
         except OSError as exc:
             raise InputError(f"cannot write {html}: {exc.strerror}", where="--html") from None
+    if prom:
+        from slurm_supernode.doctor.prom import prom_families, scope
+        from slurm_supernode.promfile import write_textfile
+
+        write_textfile(prom, prom_families(report), scope(report.site))
     return DoctorOutcome(report, facts, html=html)
 
 

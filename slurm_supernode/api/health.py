@@ -15,7 +15,14 @@ if TYPE_CHECKING:
     from slurm_supernode.health.checks import CheckResult
     from slurm_supernode.site.model import Site
 
-__all__ = ["HealthOptions", "HealthOutcome", "act_on_node", "check_node", "load_optional_site"]
+__all__ = [
+    "HealthOptions",
+    "HealthOutcome",
+    "act_on_node",
+    "check_node",
+    "load_optional_site",
+    "write_prom",
+]
 
 
 @dataclass(frozen=True)
@@ -113,3 +120,18 @@ def act_on_node(outcome: HealthOutcome, *, drain: bool, resume_ok: bool) -> Heal
     elif status == checks.CRITICAL and drain and info.drained:
         note = f"{node} already drained ({info.reason}): reason kept"
     return dataclasses.replace(outcome, action=action, note=note)
+
+
+def write_prom(outcome: HealthOutcome, path: str) -> None:
+    """Merge the node's health series into the Prometheus textfile ``path`` (the node's own
+    series replaced, every other series of the file kept)."""
+    import time
+
+    from slurm_supernode.fsutil import check_output_path
+    from slurm_supernode.health.prom import prom_families, scope
+    from slurm_supernode.promfile import write_textfile
+
+    check_output_path(path, "--prom")
+    families = prom_families(outcome.node, outcome.status, outcome.results, time.time(),
+                             outcome.action)  # fmt: skip
+    write_textfile(path, families, scope(outcome.node))

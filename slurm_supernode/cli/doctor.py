@@ -61,6 +61,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_container_arguments(p, "the doctor's checks run in the image")
     p.add_argument("--timeout", type=float, default=3600, help="seconds to wait for the job")
     p.add_argument("--html", metavar="OUT", help="HTML page (default: doctor.html in the job dir)")
+    p.add_argument("--prom", metavar="OUT", help="merge the verdicts into this Prometheus textfile")
     p.add_argument("--dry-run", action="store_true", help="print the job script; submit nothing")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--in-job", action="store_true", help=argparse.SUPPRESS)
@@ -103,7 +104,12 @@ def check_inapplicable(ns: argparse.Namespace) -> None:
             ns.job and f"is a setting of a new allocation, and --job {ns.job} runs in that job's",
             f"drop {option} with --job",
         )
-    for dest, option in (("timeout", "--timeout"), ("html", "--html"), ("json", "--json")):
+    for dest, option in (
+        ("timeout", "--timeout"),
+        ("html", "--html"),
+        ("prom", "--prom"),
+        ("json", "--json"),
+    ):
         refuse_if(
             ns,
             dest,
@@ -120,8 +126,14 @@ def run(ns: argparse.Namespace) -> int:
         return doctor.run_inside(site=ns.site, db=ns.db, backend=ns.backend, size=ns.size,
                                  iters=ns.iters, checkpoint_dir=ns.checkpoint_dir)  # fmt: skip
     check_inapplicable(ns)
+    if ns.prom:
+        from slurm_supernode.fsutil import check_output_path
+
+        check_output_path(ns.prom, "--prom")  # before a job is submitted
     if ns.facts:
-        return _print(doctor.judge_facts_file(ns.facts, site=ns.site, html=ns.html), ns)
+        return _print(
+            doctor.judge_facts_file(ns.facts, site=ns.site, html=ns.html, prom=ns.prom), ns
+        )
     job = _doctor_job(ns)
     if ns.dry_run:
         print(doctor.plan_doctor_job(job, jobs_dir=ns.jobs_dir, in_job=ns.job).script, end="")
@@ -132,6 +144,7 @@ def run(ns: argparse.Namespace) -> int:
         in_job=ns.job,
         timeout=ns.timeout,
         html=ns.html,
+        prom=ns.prom,
         progress=lambda message: print(f"snrun: {message}", file=sys.stderr),
     )
     return _print(outcome, ns)

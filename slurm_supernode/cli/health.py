@@ -49,6 +49,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--resume-ok", action="store_true", help="resume the node if it passes and snrun drained it"
     )
     p.add_argument("--json", action="store_true", help="print the results as JSON")
+    p.add_argument(
+        "--prom",
+        metavar="OUT",
+        help="merge the node's results into this Prometheus textfile (node_exporter's collector)",
+    )
 
 
 def run(ns: argparse.Namespace) -> int:
@@ -80,7 +85,15 @@ def run(ns: argparse.Namespace) -> int:
         timeout=ns.timeout,
         container=container_options(ns),
     )
+    if ns.prom:
+        from slurm_supernode.fsutil import check_output_path
+
+        check_output_path(ns.prom, "--prom")  # before the checks drain anything
     outcome = check_node(options, site=ns.site, drain=ns.drain, resume_ok=ns.resume_ok)
+    if ns.prom:
+        from slurm_supernode.api.health import write_prom
+
+        write_prom(outcome, ns.prom)
     if outcome.note:
         print(f"snrun: {outcome.note}", file=sys.stderr)
     if ns.json:

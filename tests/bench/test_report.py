@@ -159,7 +159,7 @@ def test_html_and_prom_outputs_are_written_and_parse(tmp_path):
     code = _report(db, "--html", str(html_out), "--prom", str(prom_out), "--json",
                    str(tmp_path / "r.json"))  # fmt: skip
     assert code == REGRESSION_EXIT
-    assert sorted(p.name for p in html_out.parent.iterdir()) == ["r.html", "r.prom"]
+    assert sorted(p.name for p in html_out.parent.iterdir()) == ["r.html", "r.prom", "r.prom.lock"]
 
     page = html_out.read_text()
     parser = _Collect()
