@@ -7,6 +7,7 @@ holds from `records.read` (torn or foreign lines skipped).
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from pathlib import Path
 
 from slurm_supernode.observe import records
@@ -17,8 +18,16 @@ _RANK_FILE = re.compile(r"rank-(\d+)\.(steps|comm)\.jsonl")
 _SAMPLES_SUFFIX = records.samples_path(Path(), 0, "").name  # ".samples.jsonl"
 
 
-def load_attempt(job_dir: Path, attempt: int) -> AttemptRecords:
-    """Every record of one attempt; an attempt without a folder has none."""
+def load_attempt(
+    job_dir: Path,
+    attempt: int,
+    *,
+    nodes: Collection[str] | None = None,
+    ranks: Collection[int] | None = None,
+) -> AttemptRecords:
+    """Every record of one attempt (an attempt without a folder has none); ``nodes`` and
+    ``ranks``: only these nodes' samples and these ranks' steps and windows (one node's agent
+    reads its own, not the whole job's)."""
     folder = records.attempt_dir(job_dir, attempt)
     try:
         names = sorted(p.name for p in folder.iterdir())
@@ -30,9 +39,13 @@ def load_attempt(job_dir: Path, attempt: int) -> AttemptRecords:
     for name in names:
         if name.endswith(_SAMPLES_SUFFIX) and len(name) > len(_SAMPLES_SUFFIX):
             node = name[: -len(_SAMPLES_SUFFIX)]
+            if nodes is not None and node not in nodes:
+                continue
             samples[node] = list(records.read(records.samples_path(job_dir, attempt, node)))
         elif m := _RANK_FILE.fullmatch(name):
             rank = int(m.group(1))
+            if ranks is not None and rank not in ranks:
+                continue
             if m.group(2) == "steps":
                 path = records.steps_path(job_dir, attempt, rank)
                 steps[rank] = [r for r in records.read(path) if isinstance(r, StepRecord)]

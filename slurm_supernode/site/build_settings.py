@@ -39,7 +39,7 @@ LINK_KEYS = ("bandwidth_GBps", "latency_us", "kind")
 # Renamed: the value was always GB/s (gigabytes per second) while the name said gigabits.
 OLD_LINK_KEYS = {"bandwidth_gbps": "bandwidth_GBps"}
 BENCH_KEYS = ("regression_pct", "baseline_runs", "sizes", "min_busbw_gbps", "container_image")
-PATH_KEYS = ("jobs_dir", "results_db", "state_dir")
+PATH_KEYS = ("jobs_dir", "results_db", "state_dir", "prometheus_textfile_dir")
 DOCTOR_NUMBERS = ("bandwidth_warn", "bandwidth_fail", "slow_pct", "min_tflops", "min_write_mbps",
                   "min_read_mbps", "min_free_gb")  # fmt: skip
 DOCTOR_KEYS = (*DOCTOR_NUMBERS, "size", "checkpoint_dir", "storage_mb")

@@ -183,6 +183,9 @@ class PathSettings:
     jobs_dir: str = "~/.snrun/jobs"
     results_db: str = "~/.snrun/bench.sqlite"
     state_dir: str = "~/.snrun"  # small registries (bench schedules)
+    # node_exporter's textfile collector directory on every node: each job's agent keeps a
+    # snrun-<job>-<node>.prom there while the job runs (docs/observe.md); "": none written
+    prometheus_textfile_dir: str = ""
 
 
 # Container runtimes snrun renders for (docs/containers.md); "none": the site has none.

@@ -114,3 +114,29 @@ def test_textfile_is_written_atomically(tmp_path):
     assert out == textfile_path(tmp_path / "prom", 4242, "sn0-n0")
     assert out.name == "snrun-4242-sn0-n0.prom" and out.read_text() == "# x\n"
     assert [p.name for p in out.parent.iterdir()] == [out.name]  # no temp file left
+
+
+def test_a_node_publishes_only_its_own_figures(tmp_path):
+    from slurm_supernode.observe.prom_publish import publish_node, unpublish_node
+
+    write_attempt(tmp_path / "job")
+    ctx = JobContext(job_id=4242, user="alice", attempt=0, nodes=(SLOW,), supernode_of=SUPERNODE)
+    prom = tmp_path / "textfile"
+    assert publish_node(str(prom), tmp_path / "job", ctx, SLOW, ranks=(6, 7), now=T0 + 61) is None
+    text = textfile_path(prom, 4242, SLOW).read_text()
+    samples = [s for f in text_string_to_metric_families(text) for s in f.samples]
+    assert {s.labels["node"] for s in samples} == {SLOW}
+    assert {s.labels["rank"] for s in samples if "rank" in s.labels} == {"6", "7"}
+    assert any(s.name == "snrun_node_slow" and s.value == 1 for s in samples)
+    unpublish_node(str(prom), 4242, SLOW)
+    assert list(prom.iterdir()) == []
+
+
+def test_an_unwritable_directory_is_a_reason_not_an_error(tmp_path):
+    from slurm_supernode.observe.prom_publish import publish_node
+
+    write_attempt(tmp_path / "job")
+    (tmp_path / "file").write_text("")
+    ctx = JobContext(job_id=1, user="alice", attempt=0, nodes=(SLOW,))
+    why = publish_node(str(tmp_path / "file"), tmp_path / "job", ctx, SLOW, ranks=())
+    assert why is not None and "not written" in why
