@@ -16,11 +16,8 @@ from collections.abc import Collection
 from pathlib import Path
 
 from slurm_supernode.observe.attempt_files import load_attempt
-from slurm_supernode.observe.prom_textfile import (
-    remove_node_textfile,
-    render_node_textfile,
-    write_node_textfile,
-)
+from slurm_supernode.errors import SnrunError
+from slurm_supernode.observe.prom_textfile import remove_node_textfile, write_node_textfile
 from slurm_supernode.observe.summary import JobContext, summarize
 
 
@@ -36,9 +33,11 @@ def publish_node(
     records = load_attempt(job_dir, ctx.attempt, nodes=(node,), ranks=ranks)
     summary = summarize(records, ctx, time.time() if now is None else now)
     try:
-        write_node_textfile(directory, ctx.job_id, node, render_node_textfile(summary, node))
+        write_node_textfile(directory, summary, node)
     except OSError as exc:
         return f"Prometheus textfile not written in {directory}: {exc.strerror or exc}"
+    except SnrunError as exc:  # a lock held too long, a foreign file by our name
+        return f"Prometheus textfile not written in {directory}: {exc}"
     return None
 
 

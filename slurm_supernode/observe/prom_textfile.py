@@ -2,7 +2,8 @@
 
 ``render_node_textfile`` is pure (a summary in, the exposition text out); the agent of each node
 calls it with its node's summary every sampling period and writes the result with
-``write_node_textfile`` (temp file + rename: a scrape never reads half a file) into the site's
+``write_node_textfile`` (promfile.py, the project's one textfile writer: checked against the
+exposition rules, temp file + rename, so a scrape never reads half a file) into the site's
 ``paths.prometheus_textfile_dir``. Every series carries job, user, node and supernode; the
 per-rank ones also rank, the per-device ones device, the per-NIC ones nic: one file per job and
 node, and no series twice (not even across two nodes' files in a shared directory).
@@ -17,6 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from slurm_supernode.observe.summary import AttemptSummary, NodeSummary
+from slurm_supernode.promfile import Family, Labels, Scope, Series, check, render, write_textfile
 
 # name -> (type, help); the order of the file
 METRICS: dict[str, tuple[str, str]] = {
@@ -57,18 +59,6 @@ METRICS: dict[str, tuple[str, str]] = {
     "snrun_node_slow_ratio": ("gauge", "The slow node's figure over its peers' median"),
     "snrun_job_checkpoint_age_seconds": ("gauge", "Age of the job's newest checkpoint"),
 }
-
-
-def escape_label(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-
-
-def _labels(labels: dict[str, str]) -> str:
-    return "{" + ",".join(f'{k}="{escape_label(v)}"' for k, v in labels.items()) + "}"
-
-
-def _value(v: float) -> str:
-    return repr(float(v)) if isinstance(v, float) else str(v)
 
 
 def _node_series(
@@ -112,33 +102,40 @@ def _node_series(
     yield "snrun_job_checkpoint_age_seconds", base, checkpoint_age_s
 
 
-def render_node_textfile(summary: AttemptSummary, node: str) -> str:
-    """The exposition text of one node of the summary (empty when the summary lacks it).
-    Unknown figures are left out, not written as 0."""
+def node_families(summary: AttemptSummary, node: str) -> list[Family]:
+    """The node's families (none when the summary lacks the node). Unknown figures are left
+    out, not written as 0."""
     n = summary.node(node)
     if n is None:
-        return ""
+        return []
     base = {
         "job": "" if summary.job_id is None else str(summary.job_id),
         "user": summary.user,
         "node": n.node,
         "supernode": n.supernode or "",
     }
-    samples: dict[str, list[str]] = {name: [] for name in METRICS}
-    seen: set[tuple[str, str]] = set()
-    for name, labels, value in _node_series(n, base, summary.checkpoint_age_s):
-        if value is None:
-            continue
-        text = _labels(labels)
-        if (name, text) in seen:  # two NICs or devices by one name: the first one counts
-            continue
-        seen.add((name, text))
-        samples[name].append(f"{name}{text} {_value(value)}")
-    lines = []
-    for name, (kind, help_text) in METRICS.items():
-        if samples[name]:
-            lines += [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}", *samples[name]]
-    return "\n".join(lines) + "\n" if lines else ""
+    rows: dict[str, dict[Labels, float]] = {name: {} for name in METRICS}
+    for name, values, value in _node_series(n, base, summary.checkpoint_age_s):
+        key = tuple(values.items())
+        if value is not None and key not in rows[name]:  # two NICs by one name: the first
+            rows[name][key] = value
+    return [
+        Family(name, help_text, tuple(Series(name, k, v) for k, v in rows[name].items()), kind)
+        for name, (kind, help_text) in METRICS.items()
+        if rows[name]
+    ]
+
+
+def render_node_textfile(summary: AttemptSummary, node: str) -> str:
+    """The node's exposition text (promfile's rendering, checked): empty without the node."""
+    text = render(node_families(summary, node))
+    check(text)
+    return text
+
+
+def scope(job_id: int | None, node: str) -> Scope:
+    """The series of one job's node: the next write replaces them."""
+    return Scope("snrun_", (("job", "" if job_id is None else str(job_id)), ("node", node)))
 
 
 def textfile_path(directory: str | os.PathLike[str], job_id: int | None, node: str) -> Path:
@@ -147,14 +144,16 @@ def textfile_path(directory: str | os.PathLike[str], job_id: int | None, node: s
 
 
 def write_node_textfile(
-    directory: str | os.PathLike[str], job_id: int | None, node: str, text: str
+    directory: str | os.PathLike[str], summary: AttemptSummary, node: str
 ) -> Path:
-    """Write atomically (temp file beside it, then rename), as the collector requires."""
-    from slurm_supernode.fsutil import write_atomic
-
-    return write_atomic(textfile_path(directory, job_id, node), text)
+    """Write the node's textfile through promfile (locked, checked, temp file + rename)."""
+    path = textfile_path(directory, summary.job_id, node)
+    return write_textfile(path, node_families(summary, node), scope(summary.job_id, node),
+                          where="paths.prometheus_textfile_dir")  # fmt: skip
 
 
 def remove_node_textfile(directory: str | os.PathLike[str], job_id: int | None, node: str) -> None:
     """At the job's end: a finished job's figures must not linger as live series."""
-    textfile_path(directory, job_id, node).unlink(missing_ok=True)
+    path = textfile_path(directory, job_id, node)
+    path.unlink(missing_ok=True)
+    Path(str(path) + ".lock").unlink(missing_ok=True)

@@ -109,11 +109,15 @@ def test_label_values_are_escaped():
     assert sample.name == "snrun_node_slow" and sample.labels["user"] == 'we"ird\\user'
 
 
-def test_textfile_is_written_atomically(tmp_path):
-    out = write_node_textfile(tmp_path / "prom", 4242, "sn0-n0", "# x\n")
-    assert out == textfile_path(tmp_path / "prom", 4242, "sn0-n0")
-    assert out.name == "snrun-4242-sn0-n0.prom" and out.read_text() == "# x\n"
-    assert [p.name for p in out.parent.iterdir()] == [out.name]  # no temp file left
+def test_textfile_is_written_atomically_and_replaced(tmp_path):
+    s = summary(tmp_path / "job")
+    out = write_node_textfile(tmp_path / "prom", s, SLOW)
+    assert out == textfile_path(tmp_path / "prom", 4242, SLOW)
+    assert out.name == f"snrun-4242-{SLOW}.prom"
+    assert out.read_text() == render_node_textfile(s, SLOW)
+    write_node_textfile(tmp_path / "prom", s, SLOW)  # the next period replaces, never appends
+    assert out.read_text() == render_node_textfile(s, SLOW)
+    assert {p.name for p in out.parent.iterdir()} <= {out.name, out.name + ".lock"}
 
 
 def test_a_node_publishes_only_its_own_figures(tmp_path):
