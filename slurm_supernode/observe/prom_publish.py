@@ -15,8 +15,8 @@ import time
 from collections.abc import Collection
 from pathlib import Path
 
-from slurm_supernode.observe.attempt_files import load_attempt
 from slurm_supernode.errors import SnrunError
+from slurm_supernode.observe.attempt_files import load_attempt
 from slurm_supernode.observe.prom_textfile import remove_node_textfile, write_node_textfile
 from slurm_supernode.observe.summary import JobContext, summarize
 
