@@ -16,7 +16,15 @@ from collections.abc import Iterable, Sequence
 
 from slurm_supernode.bench.html import _STYLE as BENCH_STYLE
 from slurm_supernode.bench.html import PALETTE, Series, line_chart
-from slurm_supernode.observe.metrics_text import UNKNOWN, comm_line, pct, seconds, share, size
+from slurm_supernode.observe.metrics_text import (
+    UNKNOWN,
+    comm_line,
+    pct,
+    rate,
+    seconds,
+    share,
+    size,
+)
 from slurm_supernode.observe.records import DeviceSample, StepRecord
 from slurm_supernode.observe.summary import AttemptRecords, AttemptSummary
 
@@ -184,11 +192,9 @@ def render_report(summary: AttemptSummary, records: AttemptRecords) -> str:
     title = f"snrun job {job}, attempt {summary.attempt}"
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(summary.t))
     throughput = (
-        f"{summary.tokens_per_s:.1f} tokens/s"
+        rate(summary.tokens_per_s, " tokens")
         if summary.tokens_per_s is not None
-        else f"{summary.samples_per_s:.1f} samples/s"
-        if summary.samples_per_s is not None
-        else UNKNOWN
+        else rate(summary.samples_per_s, " samples")
     )
     ckpt = summary.checkpoint_age_s
     parts = [

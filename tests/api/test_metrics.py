@@ -156,3 +156,19 @@ def test_cli_top_picks_the_newest_running_chain(tmp_path, slurm, capsys):
     ledger.append(d, "final", job_id=4242, state="COMPLETED")
     assert main(["top", "--once", "--jobs-dir", str(d.parent)]) != 0
     assert "no running snrun job" in capsys.readouterr().err
+
+
+def test_super_nodes_from_the_jobs_site_copy(tmp_path):
+    from tests.runtime.inputs import make_inputs
+
+    site = Path(__file__).resolve().parents[2] / "site-configs" / "local.yaml"
+    d = tmp_path / "j"
+    d.mkdir()
+    (d / "plan.json").write_text(make_inputs(site_file=str(site)).to_json())
+    ledger.append(d, "attempt_start", attempt=0, job_id=9, nodes="n[3-4],elsewhere")
+    s = job_metrics(d)
+    assert [(n.node, n.supernode) for n in s.nodes] == [
+        ("n3", "sn0"),
+        ("n4", "sn1"),
+        ("elsewhere", None),
+    ]
