@@ -71,7 +71,10 @@ def _frame(job_dir: Path, ns: argparse.Namespace, color: bool) -> list[str]:
     from slurm_supernode.observe.top_frame import frame
 
     summary, _ = attempt_metrics(job_dir, None, ns.window)  # the newest attempt: follows requeues
-    cols, rows = os.get_terminal_size() if sys.stdout.isatty() else os.terminal_size((132, 50))
+    import shutil
+
+    # the terminal's size; a terminal that says 0 (a fresh pty), or none: COLUMNS/LINES, 132x50
+    cols, rows = shutil.get_terminal_size((132, 50)) if color else (132, 50)
     lines = frame(summary, width=cols, color=color)
     return lines[: max(rows - 1, 1)] if color else lines
 
