@@ -41,4 +41,5 @@ def gather_facts(site: Site, *, required: bool, containers: bool = False) -> Clu
         default_partition=default,
         expedited_requeue=feats.expedited_requeue,
         container_runtimes=runtimes,
+        channel_per_segment=feats.channel_per_segment,
     )

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from slurm_supernode.errors import InputError
+from slurm_supernode.launch.imex_request import imex_network
 from slurm_supernode.launch.jobspec import JobSpec, check_time
 from slurm_supernode.site.model import STRATEGIES, Site, SuperNode
 from slurm_supernode.site.rounding import round_up, size_classes
@@ -47,6 +48,8 @@ class ClusterFacts:
     expedited_requeue: bool = False
     # the container runtimes the cluster offers (read only for a job that asks for an image)
     container_runtimes: ContainerRuntimes | None = None
+    # switch/nvidia_imex gives one IMEX channel per segment on request (25.11+)
+    channel_per_segment: bool = False
 
 
 @dataclass(frozen=True)
@@ -225,6 +228,8 @@ def plan_request(
     alloc = _alloc_options(spec, site, partition, choice)
     components, total, whole = _components(spec, strategy, choice, k, partial, alloc, notices)
     job = _job_options(spec, facts, output, error)
+    offered = None if facts is None else (facts.channel_per_segment, facts.version)
+    job += imex_network(site, offered, components, notices)
     # --sbatch passthrough goes last in every component, so it can override snrun's choices.
     components = [(*comp, *spec.sbatch_args) for comp in components]
 

@@ -12,6 +12,7 @@ from slurm_supernode.site.model import (
     BenchSettings,
     ContainerSettings,
     DoctorSettings,
+    ImexSettings,
     PathSettings,
     Site,
     SlurmSettings,
@@ -64,11 +65,11 @@ class SiteBuilder(SupernodeBuilder, SettingsBuilder):
         bench = self._bench(top["bench"][1]) if "bench" in top else BenchSettings()
         paths = self._paths(top["paths"][1]) if "paths" in top else PathSettings()
         doctor = self._doctor(top["doctor"][1]) if "doctor" in top else DoctorSettings()
-        imex = (
-            self.boolean(top["imex_channels"][1], "imex_channels")
-            if "imex_channels" in top
-            else False
-        )
+        imex, imex_settings = False, ImexSettings()
+        if "imex_channels" in top:
+            from slurm_supernode.site.imex import parse_imex
+
+            imex, imex_settings = parse_imex(self, top["imex_channels"][1])
         restarts = self._restarts(top["restarts"][1]) if "restarts" in top else ()
         containers = ContainerSettings()
         if "containers" in top:  # the container modules load only for a site that has some
@@ -88,6 +89,7 @@ class SiteBuilder(SupernodeBuilder, SettingsBuilder):
             paths=paths,
             doctor=doctor,
             imex_channels=bool(imex),
+            imex=imex_settings,
             restarts=restarts,
             containers=containers,
             source=self.file,

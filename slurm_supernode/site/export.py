@@ -14,6 +14,8 @@ means the newest syntax. ``export_warnings`` says what the target would ignore.
 - ``slurm-nodes``: slurm.conf NodeName lines (Features=<super node feature>) + PartitionName.
 - ``gres``: gres.conf lines.
 - ``job-submit-lua``: job_submit.lua keeping jobs of super node partitions on whole super nodes.
+- ``imex``: slurm.conf lines for switch/nvidia_imex (SwitchType, SwitchParameters).
+- ``imex-prolog`` / ``imex-epilog``: the per-job IMEX daemon scripts (site/imex_scripts.py).
 - ``json``: the whole model.
 """
 
@@ -29,6 +31,7 @@ import yaml
 
 from slurm_supernode.errors import InputError
 from slurm_supernode.hostlist import fold, fold_ordered
+from slurm_supernode.site.imex_scripts import imex_conf, imex_epilog, imex_prolog
 from slurm_supernode.site.job_submit import job_submit_lua
 from slurm_supernode.site.model import Node, NodeSpec, Site
 from slurm_supernode.site.validate import block_sizes
@@ -287,6 +290,7 @@ def site_json(site: Site) -> str:
         "paths": asdict(site.paths),
         "doctor": asdict(site.doctor),
         "imex_channels": site.imex_channels,
+        "imex": asdict(site.imex),
         "restarts": dict(site.restarts),
         "containers": asdict(site.containers),
     }
@@ -301,6 +305,9 @@ EXPORTERS: dict[str, Callable[[Site], str]] = {
     "gres": gres_conf,
     "job-submit-lua": job_submit_lua,
     "json": site_json,
+    "imex": imex_conf,
+    "imex-prolog": imex_prolog,
+    "imex-epilog": imex_epilog,
 }
 
 

@@ -210,6 +210,24 @@ class ContainerSettings:
     options: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class ImexSettings:
+    """``imex_channels:`` as a mapping: how Slurm's switch/nvidia_imex serves the trays
+    (site/imex.py reads it; ``imex_channels: true`` is the short form with these defaults)."""
+
+    # a job spanning super nodes gets one channel per segment (per NVLink domain):
+    # `--network=unique-channel-per-segment`, asked for where the running Slurm has it (25.11+)
+    per_segment: bool = False
+    channel_count: int = 2048  # SwitchParameters=imex_channel_count (channel 0 is reserved)
+    dev_major: int | None = None  # SwitchParameters=imex_dev_major (None: /proc/devices)
+    # the agent's check before rendezvous: channel device, IMEX domain, fabric clique
+    preflight: bool = True
+    # the prolog/epilog pair (site export --format imex-prolog|imex-epilog)
+    config: str = "/etc/nvidia-imex/config.cfg"  # nvidia-imex's config (names the node list)
+    nodes_config: str = "/etc/nvidia-imex/nodes_config.cfg"  # written per job by the prolog
+    wait_s: int = 120  # how long the prolog waits for the domain to come UP
+
+
 @dataclass(frozen=True)
 class Site:
     """A whole site: super nodes in physical order plus how to talk to Slurm and the fabric."""
@@ -225,6 +243,7 @@ class Site:
     doctor: DoctorSettings = DoctorSettings()
     # Multi-node NVLink (NVL72): nodes need IMEX channel devices (/dev/nvidia-caps-imex-channels)
     imex_channels: bool = False
+    imex: ImexSettings = ImexSettings()  # how (imex_channels as a mapping; site/imex.py)
     restarts: tuple[tuple[str, int], ...] = ()  # (cause, budget): the site's defaults
     containers: ContainerSettings = ContainerSettings()
     source: str | None = None  # file it was loaded from

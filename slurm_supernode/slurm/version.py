@@ -81,6 +81,30 @@ class SlurmFeatures:
     # `sbatch --requeue=expedite` works: slurmctld has SlurmctldParameters=
     # enable_expedited_requeue AND the client has the option (25.11+)
     expedited_requeue: bool = False
+    # switch/nvidia_imex is loaded (each job gets an IMEX channel: `imex_switch`), and the
+    # controller gives one channel per segment on `--network=unique-channel-per-segment`
+    # (25.11+: `channel_per_segment`)
+    imex_switch: bool = False
+    channel_per_segment: bool = False
+
+
+def imex_switch_loaded(config: dict[str, str]) -> bool:
+    """`SwitchType` of `scontrol show config` is switch/nvidia_imex (absent/`(null)`: none)."""
+    return (config.get("SwitchType") or "").strip() == "switch/nvidia_imex"
+
+
+def channel_per_segment(version: SlurmVersion, config: dict[str, str]) -> bool:
+    """Does this Slurm give a job one IMEX channel per segment when asked? The plugin must be
+    loaded and the release must have `--network=unique-channel-per-segment` (25.11: older
+    controllers, and jobs of a <= 25.05 protocol, get one channel per job)."""
+    return imex_switch_loaded(config) and version >= (25, 11)
+
+
+def batch_step_has_channel(version: SlurmVersion, config: dict[str, str]) -> bool:
+    """Does the batch step see the job's channel? From 25.11 (release notes; measured here:
+    24.11's batch step sees an empty /dev/nvidia-caps-imex-channels). snrun never needs it:
+    its ranks run in the agent's srun step, which has the channel on every release."""
+    return imex_switch_loaded(config) and version >= (25, 11)
 
 
 def scron_enabled(config: dict[str, str]) -> bool:
@@ -128,6 +152,8 @@ def features_from(
         has_scrontab=why_not is None,
         scrontab_why_not=why_not,
         expedited_requeue=expedite_enabled(config) and client_has_expedite(sbatch_help or ""),
+        imex_switch=imex_switch_loaded(config),
+        channel_per_segment=channel_per_segment(version, config),
     )
 
 
