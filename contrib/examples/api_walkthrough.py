@@ -65,9 +65,10 @@ def main() -> None:
         print(line)
         if "started" in line:
             break
-    print("cancelled:", other.cancel())
+    print("cancelled:", other.cancel().job_ids)
     print(other.wait(timeout=60))
     print("final of the first job:", final)
+    print(api.Job.from_id(final.job_id, jobs_dir=JOBS).cancel())  # ended: nothing changes
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from slurm_supernode.errors import JobError
 from slurm_supernode.runtime import ledger
 
 if TYPE_CHECKING:
+    from slurm_supernode.api.cancel import CancelOutcome
     from slurm_supernode.launch.jobspec import JobSpec
 
 # Slurm says the chain's job ended but the ledger has no final record: wait this long for one
@@ -154,8 +155,9 @@ class Job:
         job_dir, job_id = submit_dependent(str(self.job_dir), spec, when)
         return Job(job_dir, job_id, watcher=self.watcher)
 
-    def cancel(self) -> list[int]:
-        """End the chain (api/cancel.py); the job ids it cancelled."""
+    def cancel(self) -> CancelOutcome:
+        """End the chain (api/cancel.py): ``.job_ids`` it cancelled. A chain that has ended
+        is left as it ended: ``.ended`` names that state and nothing is changed."""
         from slurm_supernode.api.cancel import cancel_chain
 
         return cancel_chain(self.job_dir)

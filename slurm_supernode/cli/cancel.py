@@ -8,7 +8,10 @@ from slurm_supernode.cli.options import add_job_argument, add_jobs_dir_arguments
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.description = "Cancel every job of an snrun job chain and mark the chain cancelled."
+    p.description = (
+        "Cancel every job of an snrun job chain and mark the chain cancelled. A chain that "
+        "has already ended is left as it ended (a note, exit 0)."
+    )
     add_job_argument(p)
     add_jobs_dir_arguments(p)
 
@@ -22,8 +25,11 @@ def run(ns: argparse.Namespace) -> int:
     sweep = sweep_of(job_dir)
     if sweep is not None:  # every task's chain, the array and what the tasks resubmitted
         ids = sweep.cancel()
-        print(f"cancelled sweep {job_dir.name} ({', '.join(map(str, ids))})")
+        if ids:
+            print(f"cancelled sweep {job_dir.name} ({', '.join(map(str, ids))})")
+        else:
+            print(f"sweep {job_dir.name}: every task had already ended: nothing changed")
         return 0
-    ids = cancel_chain(job_dir)
-    print(f"cancelled job chain {job_dir.name} ({', '.join(map(str, ids)) or 'no job ids'})")
+    outcome = cancel_chain(job_dir)
+    print(outcome.note(f"job chain {job_dir.name}"))
     return 0

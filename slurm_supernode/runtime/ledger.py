@@ -27,25 +27,49 @@ def ledger_path(job_dir: Path) -> Path:
 def append(job_dir: Path, event: str, **fields: Any) -> dict[str, Any]:
     """Append one record ``{"event", "time", **fields}``; returns it."""
     record = {"event": event, "time": round(time.time(), 3), **fields}
-    line = json.dumps(record, sort_keys=True, separators=(",", ":")) + "\n"
+    with _locked(job_dir) as path:
+        _write_record(path, record)
+    return record
+
+
+def append_final(job_dir: Path, **fields: Any) -> dict[str, Any] | None:
+    """Write the chain's final record (``state``, ``reason``, ...) unless it already has one:
+    ended is ended. The check and the write happen under the one lock, so of a supervisor
+    completing and a ``snrun cancel`` at the same moment exactly one is the chain's end.
+    Returns the record written, or None when an earlier final record stands."""
+    record = {"event": "final", "time": round(time.time(), 3), **fields}
+    with _locked(job_dir) as path:
+        if fold(read(job_dir)).final is not None:
+            return None
+        _write_record(path, record)
+    return record
+
+
+@contextlib.contextmanager
+def _locked(job_dir: Path) -> Iterator[Path]:
     path = ledger_path(job_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
     from filelock import FileLock  # here, not at import: keeps `snrun --dry-run` light
 
     with FileLock(str(path) + ".lock", timeout=60):
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            size = os.fstat(fd).st_size
-            if size:
-                with open(path, "rb") as fh:
-                    fh.seek(size - 1)
-                    if fh.read(1) != b"\n":
-                        line = "\n" + line  # a torn line before us: start fresh
-            os.write(fd, line.encode())
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    return record
+        yield path
+
+
+def _write_record(path: Path, record: dict[str, Any]) -> None:
+    """One ``write`` of one line (the caller holds the lock)."""
+    line = json.dumps(record, sort_keys=True, separators=(",", ":")) + "\n"
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        size = os.fstat(fd).st_size
+        if size:
+            with open(path, "rb") as fh:
+                fh.seek(size - 1)
+                if fh.read(1) != b"\n":
+                    line = "\n" + line  # a torn line before us: start fresh
+        os.write(fd, line.encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def read(job_dir: Path) -> Iterator[dict[str, Any]]:
@@ -113,7 +137,7 @@ def fold(records: list[dict[str, Any]] | Iterator[dict[str, Any]]) -> Chain:
             job_ids.append(jid)
         ev = rec["event"]
         if ev == "final":
-            final = rec
+            final = final or rec  # the first one is the end (a later one is never honoured)
             continue
         n = rec.get("attempt")
         if not isinstance(n, int):

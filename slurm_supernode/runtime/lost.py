@@ -61,8 +61,8 @@ def record_lost_supervisor(job_dir: Path, rc: int, job_id: int, expedite: bool) 
     else:
         why = f"the supervisor died ({describe_exit(rc)}) between attempts"
     reason = f"{why}; submit again to resume from the last checkpoint"
-    ledger.append(job_dir, "final", job_id=job_id, state="FAILED", reason=reason)
-    return reason
+    written = ledger.append_final(job_dir, job_id=job_id, state="FAILED", reason=reason)
+    return reason if written is not None else None
 
 
 def verdict_without_supervisor(chain: ledger.Chain, info: JobInfo | None) -> dict[str, Any] | None:

@@ -187,7 +187,7 @@ class Supervisor:
     # ----- the loop ---------------------------------------------------------------------------
 
     def run(self) -> ExitCode:
-        if (self._chain().final or {}).get("state") == "CANCELLED":
+        if self._chain().final is not None:  # ended is ended (a cancel before we started...)
             return ExitCode.OK
         old = {s: signal.getsignal(s) for s in (signal.SIGUSR2, signal.SIGTERM)}
         signal.signal(signal.SIGUSR2, self._on_usr2)
@@ -329,9 +329,7 @@ class Supervisor:
         """Carry out the decision; an exit code ends the supervisor."""
         cfg = self.cfg
         if d.action is Action.COMPLETE:
-            ledger.append(
-                cfg.job_dir, "final", job_id=cfg.job_id, state="COMPLETED", reason=d.detail
-            )
+            ledger.append_final(cfg.job_dir, job_id=cfg.job_id, state="COMPLETED", reason=d.detail)
             return ExitCode.OK
         if d.action is Action.RESTART:
             return None
@@ -359,9 +357,7 @@ class Supervisor:
             except SlurmError as exc2:
                 refused = f"requeue failed ({requeue_error}); " if requeue_error else ""
                 reason = f"{d.detail}; {refused}resubmit failed ({exc2})"
-                ledger.append(
-                    cfg.job_dir, "final", job_id=cfg.job_id, state="FAILED", reason=reason
-                )
+                ledger.append_final(cfg.job_dir, job_id=cfg.job_id, state="FAILED", reason=reason)
                 return self._failed()
             ledger.append(
                 cfg.job_dir,
@@ -372,7 +368,7 @@ class Supervisor:
             )
             self._move_dependents()  # before this job ends 0: afterok must not see it
             return ExitCode.OK
-        ledger.append(cfg.job_dir, "final", job_id=cfg.job_id, state="FAILED", reason=d.detail)
+        ledger.append_final(cfg.job_dir, job_id=cfg.job_id, state="FAILED", reason=d.detail)
         return self._failed()
 
     # ----- actions through the Slurm layer ----------------------------------------------------

@@ -141,17 +141,22 @@ def all_ended(summary: dict[str, Any]) -> bool:
 
 
 def cancel_sweep(sweep_dir: Path) -> list[int]:
-    """Mark every task's chain cancelled, then cancel the array and every task's own ids."""
+    """Mark every task's chain that has not ended cancelled, then cancel the array and those
+    tasks' own ids. A task that ended is left as it ended (ended is ended); with every task
+    ended nothing is cancelled (returns no ids)."""
     from slurm_supernode.runtime import ledger
     from slurm_supernode.slurm.jobs import cancel
 
     data = json.loads((sweep_dir / SWEEP_FILE).read_text())
     ids: list[int] = []
+    marked = 0
     for task in data["tasks"]:
         job_dir = Path(task["job_dir"])
-        if ledger.fold(ledger.read(job_dir)).final is None:
-            ledger.append(job_dir, "final", state="CANCELLED", reason="snrun cancel (sweep)")
-        ids += chain_summary(job_dir)["job_ids"]
+        if ledger.append_final(job_dir, state="CANCELLED", reason="snrun cancel (sweep)"):
+            marked += 1
+            ids += chain_summary(job_dir)["job_ids"]
+    if not marked:
+        return []
     if data.get("array_job_id"):
         ids.insert(0, int(data["array_job_id"]))
     for job_id in dict.fromkeys(ids):

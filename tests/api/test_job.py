@@ -152,7 +152,7 @@ def test_cancel_marks_the_chain_and_cancels_every_job_id(tmp_path, slurm):
     ledger.append(d, "resubmitted", attempt=0, job_id=45, new_job_id=46)  # not started yet
     slurm.set_state({45: "COMPLETED", 46: "PENDING"})
     job = Job.from_id(45, jobs_dir=tmp_path, watcher=fresh_watcher())
-    assert job.cancel() == [45, 46]
+    assert job.cancel().job_ids == (45, 46)
     assert [c for c in slurm.calls() if c.startswith("scancel")] == ["scancel 45", "scancel 46"]
     assert job.state().state == "CANCELLED" and job.state().ended
 

@@ -72,12 +72,17 @@ def test_api_drives_a_job_and_cancels_another(slurm_cluster, tmp_path: Path, mon
 
     again = api.Job.from_id(job.job_id, jobs_dir=tmp_path / "jobs")
     assert again.job_dir == job.job_dir and again.state().state == "COMPLETED"
+    ledger_before = (job.job_dir / "ledger.jsonl").read_bytes()
+    late = again.cancel()  # ended is ended: a cancel after the end changes nothing (#38)
+    assert (late.ended, late.job_ids) == ("COMPLETED", ())
+    assert (job.job_dir / "ledger.jsonl").read_bytes() == ledger_before
+    assert again.state().state == "COMPLETED"
     assert again.job_ids() == [job.job_id]
 
     # the other job: running (its rank says so in its log), then cancelled as a chain
     until(lambda: other.state().state == "RUNNING", 120, "RUNNING state")
     until(lambda: "[rank 0] started" in list(other.logs(rank=0)), 60, "log line of rank 0")
-    assert other.cancel() == [other.job_id]
+    assert other.cancel().job_ids == (other.job_id,)
     ended = other.wait(timeout=60)
     assert (ended.state, ended.source) == ("CANCELLED", "ledger")
     until(lambda: watcher.record(other.job_id).ended, 60, "Slurm's end of the job")

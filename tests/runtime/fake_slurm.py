@@ -78,6 +78,10 @@ def srun(args: list[str]) -> int:
         while True:
             time.sleep(0.05)
     job_dir = Path(args[args.index("--job-dir") + 1])
+    if step.get("cancel_record"):  # `snrun cancel` wrote its final record while the step ran
+        from slurm_supernode.runtime import ledger
+
+        ledger.append_final(job_dir, state="CANCELLED", reason="snrun cancel")
     _agents_report(job_dir, attempt, step)
     if step.get("linger"):
         return _linger(job_dir, attempt, step)
