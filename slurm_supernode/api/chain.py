@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from slurm_supernode.api.wording import in_api_words
 from slurm_supernode.launch.after import After
 from slurm_supernode.launch.jobspec import JobSpec
 from slurm_supernode.runtime.after import Prepared
@@ -28,15 +29,18 @@ def prepare_after(after: After | str, jobs_root: Path, user_dependency: str | No
     return _prepare(after, jobs_root, user_dependency)
 
 
+@in_api_words
 def then(job: int | str | Path | HasJobDir, spec: JobSpec, when: str = "ok") -> Job:
     """Submit ``spec`` to start when ``job``'s chain (a job handle, a job id of any attempt,
     ``ARRAY_TASK``, a sweep's array id, or a job directory) has ended ``when``.
     ``spec.jobs_dir`` says where job directories are (the predecessor is looked up there too).
     On a handle, ``job.then(spec, when)`` does the same."""
+    from slurm_supernode.api.arguments import check_job_ref, check_spec, check_when
     from slurm_supernode.api.job import Job
     from slurm_supernode.api.submit_plan import submit_dependent
 
-    target = str(job.job_dir) if hasattr(job, "job_dir") else str(job)
+    target = check_job_ref(job)
+    spec, when = check_spec(spec), check_when(when)
     job_dir, job_id = submit_dependent(target, spec, when)
     return Job(job_dir, job_id)
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from slurm_supernode.api.chain_state import ChainState, chain_job_ids, chain_state
 from slurm_supernode.api.logs import STREAMS, LogSelection
 from slurm_supernode.api.watcher import LEDGER_POLL, Watcher, shared_watcher
+from slurm_supernode.api.wording import in_api_words
 from slurm_supernode.errors import JobError
 from slurm_supernode.runtime import ledger
 
@@ -45,6 +46,7 @@ class Job:
         return f"Job({self.job_id}, {str(self.job_dir)!r})"
 
     @classmethod
+    @in_api_words
     def from_id(
         cls,
         job: int | str | Path,
@@ -55,8 +57,13 @@ class Job:
     ) -> Job:
         """The chain a job id (any attempt's) or a job directory names; ``jobs_dir`` and
         ``site`` say where job directories are (default: ``$SNRUN_JOBS_DIR``, the site's)."""
+        from slurm_supernode.api import arguments
         from slurm_supernode.api.status import find_job_dir
 
+        arguments.check_job_ref(job)
+        arguments.check_path_like(jobs_dir, "jobs_dir")
+        arguments.check_type(site, str | None, "site")
+        arguments.check_watcher(watcher)
         job_dir = find_job_dir(job, jobs_dir=jobs_dir, site=site)
         ids = chain_job_ids(job_dir)
         first = ids[0] if ids else None
@@ -101,6 +108,10 @@ class Job:
         each new state; an ended one only once it is the final one (Slurm's word alone, read a
         moment before the ledger's final record, is held back meanwhile). Raises
         ``WaitTimeout`` after ``timeout`` seconds."""
+        from slurm_supernode.api.arguments import check_callable, check_seconds
+
+        timeout = check_seconds(timeout, "timeout")
+        check_callable(progress, "progress")
         deadline = None if timeout is None else time.monotonic() + timeout
         last: ChainState | None = None
         slurm_only_since: float | None = None
@@ -128,6 +139,7 @@ class Job:
                 pause = min(pause, max(0.0, deadline - time.monotonic()))
             sleep(pause)
 
+    @in_api_words
     def logs(
         self,
         rank: int | Sequence[int] | None = None,
@@ -141,17 +153,23 @@ class Job:
         """The per-rank log lines (``[rank R] ...``; stderr ``[rank R err] ...``) of the newest
         attempt (or ``attempt``); ``follow``: new lines as they come, across new attempts,
         until the chain has ended."""
+        from slurm_supernode.api.arguments import check_log_selection, check_ranks, check_type
         from slurm_supernode.api.logs import open_logs
 
-        ranks = () if rank is None else (rank,) if isinstance(rank, int) else tuple(rank)
+        ranks = check_ranks(rank)
+        check_type(follow, bool, "follow")
+        streams = check_log_selection(attempt, node, streams, tail)
         selection = LogSelection(attempt, node, ranks, tuple(streams), tail)
         return open_logs(self.job_dir, selection, follow=follow) or iter(())
 
+    @in_api_words
     def then(self, spec: JobSpec, when: str = "ok") -> Job:
         """Submit ``spec`` to start once this chain has ended ``when`` (``ok``, ``any`` or
         ``notok``), its requeues and resubmissions included (runtime/after.py says how)."""
+        from slurm_supernode.api.arguments import check_spec, check_when
         from slurm_supernode.api.submit_plan import submit_dependent
 
+        spec, when = check_spec(spec), check_when(when)
         job_dir, job_id = submit_dependent(str(self.job_dir), spec, when)
         return Job(job_dir, job_id, watcher=self.watcher)
 
@@ -162,6 +180,7 @@ class Job:
 
         return cancel_chain(self.job_dir)
 
+    @in_api_words
     def attach(
         self,
         command: Sequence[str] = (),
@@ -173,6 +192,11 @@ class Job:
     ) -> int:
         """A command (default: a shell) on a node of the running job, or with ``py_spy`` the
         ranks' stacks; its exit code (api/attach.py)."""
+        from slurm_supernode.api.arguments import check_ranks, check_type
         from slurm_supernode.api.attach import attach
 
+        command = check_type(command, tuple[str, ...], "command")
+        check_type(node, str | None, "node")
+        check_type(py_spy, bool, "py_spy")
+        ranks = check_ranks(ranks, "ranks")
         return attach(self.job_dir, command, node=node, py_spy=py_spy, ranks=ranks, out=out)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from slurm_supernode.api.wording import in_api_words
 from slurm_supernode.errors import InputError
 from slurm_supernode.launch.jobspec import JobSpec
 
@@ -72,11 +73,13 @@ class JobPlan:
         return out
 
 
+@in_api_words
 def plan(spec: JobSpec, *, need_slurm: bool = False) -> JobPlan:
     """Plan ``spec``. Slurm's facts are read where Slurm answers; with ``need_slurm`` an
     unreachable Slurm raises (a submission needs them), and a script the job could not find
     is refused before Slurm is asked. Otherwise a missing script is ``refusal``, not an error
     (a plan for a script still being written is fine)."""
+    from slurm_supernode.api.arguments import check_spec, check_type
     from slurm_supernode.launch.directives import directive_notices
     from slurm_supernode.launch.facts import gather_facts
     from slurm_supernode.launch.job import plan_job
@@ -84,6 +87,8 @@ def plan(spec: JobSpec, *, need_slurm: bool = False) -> JobPlan:
     from slurm_supernode.launch.syntax import check_job_values
     from slurm_supernode.site.loader import load_site
 
+    spec = check_spec(spec)
+    check_type(need_slurm, bool, "need_slurm")
     applied, found = with_directives(spec)
     check_job_values(applied)  # a value that can never work fails a dry run too
     refusal = program_refusal(applied)

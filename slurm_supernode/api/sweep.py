@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from slurm_supernode.api.wording import in_api_words
 from slurm_supernode.launch.after import After
 from slurm_supernode.launch.jobspec import JobSpec
 from slurm_supernode.launch.request import ClusterFacts
@@ -26,10 +27,17 @@ if TYPE_CHECKING:
     from slurm_supernode.runtime.status import JobRecord
 
 
+@in_api_words
 def grid(**dims: Iterable[object]) -> Grid:
     """Every combination of the given values, the first name varying slowest:
-    ``grid(lr=["1e-4", "3e-4"], seed=range(4))`` is 8 tasks. Values are passed as text."""
-    return product([(name, [str(v) for v in values]) for name, values in dims.items()])
+    ``grid(lr=["1e-4", "3e-4"], seed=range(4))`` is 8 tasks. Values are passed as text
+    (str, int or float; a string alone is one value only inside a list)."""
+    from slurm_supernode.api.arguments import grid_values
+    from slurm_supernode.errors import InputError
+
+    if not dims:
+        raise InputError("grid() has no parameters", where="grid", hint="grid(lr=[...], ...)")
+    return product([(name, grid_values(name, values)) for name, values in dims.items()], "grid")
 
 
 @dataclass(frozen=True)
@@ -111,20 +119,25 @@ class Sweep:
         return self.sweep_dir / "tasks" / str(task)
 
     @classmethod
+    @in_api_words
     def from_id(cls, job: int | str | Path, jobs_dir: str | Path | None = None) -> Sweep:
         """The sweep of an array job id (or its directory)."""
         import json
 
+        from slurm_supernode.api.arguments import check_job_ref, check_path_like
         from slurm_supernode.errors import InputError
         from slurm_supernode.launch.jobdir import find_job_dir, jobs_root
         from slurm_supernode.launch.sweep import SWEEP_FILE
 
+        check_job_ref(job)
+        check_path_like(jobs_dir, "jobs_dir")
         path = find_job_dir(jobs_root(str(jobs_dir) if jobs_dir else None), str(job))
         if not (path / SWEEP_FILE).is_file():
             raise InputError(f"{job} is a job, not a sweep", where="JOB")
         return cls(path, int(json.loads((path / SWEEP_FILE).read_text())["array_job_id"]))
 
 
+@in_api_words
 def plan(
     spec: JobSpec,
     tasks: Grid,
@@ -137,12 +150,14 @@ def plan(
     """The dry run of a sweep: the script's #SBATCH lines applied, every task's plan and the
     array script; nothing written. ``need_slurm``: Slurm's facts are required (a submission)
     and a script the job could not find is refused. ``spec.jobs_dir``: where it goes."""
+    from slurm_supernode.api.arguments import check_grid_call
     from slurm_supernode.api.planning import program_refusal, with_directives
     from slurm_supernode.launch.facts import gather_facts
     from slurm_supernode.launch.jobdir import jobs_root
     from slurm_supernode.launch.syntax import check_job_values
     from slurm_supernode.site.loader import load_site
 
+    spec = check_grid_call(spec, tasks, throttle)
     applied, _ = with_directives(spec)
     check_job_values(applied)
     refusal = program_refusal(applied)
@@ -155,6 +170,7 @@ def plan(
     return plan_sweep(applied, tasks, site, facts, jobs_root=root, throttle=throttle)
 
 
+@in_api_words
 def submit_sweep(
     spec: JobSpec | SweepPlan,
     tasks: Grid | None = None,
@@ -165,10 +181,12 @@ def submit_sweep(
     """Submit the sweep (a spec and its grid, or a plan from ``plan(..., need_slurm=True)``)
     as one job array; ``after``: start only when that job's chain has ended so
     (``"1234:ok"``). ``spec.jobs_dir``: where the sweep's directory goes."""
+    from slurm_supernode.api.arguments import check_after
     from slurm_supernode.errors import InputError
     from slurm_supernode.runtime.after import after_args, finish_after, prepare_after
     from slurm_supernode.runtime.sweep_submit import submit_sweep as submit_array
 
+    after = check_after(after)  # type: ignore[assignment]
     if isinstance(spec, SweepPlan):
         swept = spec
     else:

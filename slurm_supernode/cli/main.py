@@ -157,7 +157,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         ns.explicit = explicit_options(parser, rest[:own] if name in ("submit", "sweep") else rest)
         if isinstance(getattr(ns, "action", None), str):  # snrun site export, snrun bench run
             prog = f"{prog} {ns.action}"
-        return int(mod.run(ns) or 0)
+        from slurm_supernode.api.wording import command_line
+
+        with command_line():  # the API's errors keep the options' names here
+            return int(mod.run(ns) or 0)
     except SnrunError as exc:
         if debug:
             raise

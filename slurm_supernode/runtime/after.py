@@ -137,7 +137,7 @@ def prepare(pred: Predecessor, user_dependency: str | None) -> Prepared:
                 f"job chain {pred.after.job} ended {state}: "
                 f"--after {pred.after.job}:{pred.after.when} can never be satisfied",
                 where="--after",
-                hint="submit without --after, or wait for another job",
+                hint="submit without --after, or after another job",
             )
         return Prepared(pred, user_dependency, False, user_dependency)
     text = dependency(pred.after.when, pred.targets(), user_dependency)

@@ -190,9 +190,9 @@ def test_then_takes_a_job_handle_and_refuses_a_chain_that_ended_the_wrong_way(tm
         job_dir = pred
 
     spec = JobSpec(program="eval.py", site="local", jobs_dir=str(tmp_path / "jobs"))
-    with pytest.raises(InputError, match="ended FAILED: --after .*pred:ok can never"):
+    with pytest.raises(InputError, match="ended FAILED: after .*pred:ok can never"):
         then(Handle(), spec, "ok")
-    with pytest.raises(InputError, match="unknown condition 'later'"):
+    with pytest.raises(InputError, match="when must be one of .* not str 'later'"):
         then(Handle(), spec, "later")
 
 
@@ -210,7 +210,7 @@ def test_job_then_refuses_like_then_and_keeps_the_handles_watcher(tmp_path, monk
     watcher = Watcher(query=lambda ids: [], lookup=lambda job_id: None)
     handle = Job(pred, 500, watcher=watcher)
     spec = JobSpec(program="eval.py", site="local", jobs_dir=str(tmp_path / "jobs"))
-    with pytest.raises(InputError, match="unknown condition 'later'"):
+    with pytest.raises(InputError, match="when must be one of .* not str 'later'"):
         handle.then(spec, "later")
 
     asked = []

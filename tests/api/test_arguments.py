@@ -1,0 +1,204 @@
+"""The API checks its arguments like the command line does: a wrong type or value is an
+``InputError`` naming the parameter (never a CLI option, never another exception), a string is
+no list of strings, ``submit(spec)`` is refused, and nothing is submitted from bad input: a
+fake sbatch on PATH records every call (a fuzz test over the public API's types and values)."""
+
+from __future__ import annotations
+
+import dataclasses
+import stat
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from slurm_supernode import api
+from slurm_supernode.api.arguments import check_spec
+from slurm_supernode.api.wording import _OPTION, parameter_of
+from slurm_supernode.cli.main import main
+from slurm_supernode.errors import InputError
+from slurm_supernode.launch.jobspec import JobSpec
+
+
+@pytest.fixture
+def no_slurm(tmp_path_factory, monkeypatch):
+    """PATH with a fake sbatch (it logs every call, prints a job id) and Slurm commands that
+    find no controller: whatever the API does, a submission would show in the log."""
+    root = tmp_path_factory.mktemp("fake")
+    log = root / "sbatch.calls"
+    log.write_text("")
+    sbatch = root / "bin" / "sbatch"
+    sbatch.parent.mkdir()
+    sbatch.write_text(f'#!/bin/sh\necho "$*" >>{log}\necho 4242\n')
+    sbatch.chmod(sbatch.stat().st_mode | stat.S_IEXEC)
+    for name in ("scontrol", "sinfo", "squeue", "sacct", "srun", "scancel"):  # no controller
+        fake = sbatch.parent / name
+        fake.write_text("#!/bin/sh\necho 'Unable to contact slurm controller' >&2\nexit 1\n")
+        fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{sbatch.parent}:/usr/bin:/bin")
+    (root / "slurm.conf").write_text("ClusterName=none\n")
+    monkeypatch.setenv("SLURM_CONF", str(root / "slurm.conf"))
+    monkeypatch.setenv("SNRUN_SLURM_BACKEND", "cli")
+    monkeypatch.setenv("SNRUN_JOBS_DIR", str(root / "jobs"))
+    monkeypatch.chdir(root)
+    (root / "train.py").write_text("print('hi')\n")
+    return log
+
+
+def spec(**fields) -> JobSpec:
+    return JobSpec(**({"program": "train.py", "site": "local"} | fields))
+
+
+def refused(call, *args, **kwargs) -> InputError:
+    with pytest.raises(InputError) as info:
+        call(*args, **kwargs)
+    err = info.value
+    assert options_named(f"{err.where} {err.message} {err.hint}") == [], err  # the API's words
+    return err
+
+
+def options_named(text: str) -> list[str]:
+    """snrun's options a text names (values in quotes aside)."""
+    import re
+
+    return [o for o in _OPTION.findall(re.sub(r"'[^']*'", "", text)) if parameter_of(o)]
+
+
+def test_a_string_where_a_list_is_meant(no_slurm):
+    err = refused(api.plan, spec(program_args="--lr 3e-4"))
+    assert err.where == "JobSpec.program_args" and "a string is no list" in err.message
+    assert "('--lr', '3e-4')" in err.message
+    for field in ("profiles", "sbatch_args"):
+        assert refused(api.plan, spec(**{field: "x"})).where == f"JobSpec.{field}"
+    assert refused(api.grid, lr="1e-4").where == "grid(lr=...)"
+    assert api.grid(lr=["1e-4"]).tasks == ((("lr", "1e-4"),),)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("supernodes", "2"), ("supernodes", 2.0), ("supernodes", 0), ("nodes", -1),
+        ("nodes", True), ("nproc_per_node", 1.5), ("max_restarts", -1), ("exclusive", 1),
+        ("time", 30), ("env", {"A": "1"}), ("env", (("1A", "x"),)), ("layout", {"tp": 2}),
+        ("program", None), ("program", "tr\0ain.py"), ("container_mount_home", "yes"),
+    ],
+)  # fmt: skip
+def test_wrong_type_or_range_names_the_field(no_slurm, field, value):
+    err = refused(api.plan, spec(**{field: value}))
+    assert err.where.startswith(f"JobSpec.{field}"), err
+
+
+def test_layout_fields_are_checked(no_slurm):
+    err = refused(api.plan, spec(layout=api.Layout(tp="2")))
+    assert err.where == "Layout.tp"
+    assert refused(api.plan, spec(layout=api.Layout(pp=0))).where == "Layout.pp"
+
+
+def test_lists_are_taken_as_tuples():
+    checked = check_spec(spec(program_args=["--lr", "3e-4"], env=[["A", "1"]]))
+    assert checked.program_args == ("--lr", "3e-4") and checked.env == (("A", "1"),)
+
+
+def test_submit_takes_a_plan_not_a_spec(no_slurm):
+    err = refused(api.submit, spec())
+    assert err.where == "plan" and "api.submit(api.plan(spec))" in err.hint
+    assert no_slurm.read_text() == ""
+
+
+def test_errors_of_the_layers_below_speak_of_parameters(no_slurm):
+    assert refused(api.plan, spec(time="soon")).where == "JobSpec.time"
+    assert refused(api.plan, spec(mail_type="NEVER")).where == "JobSpec.mail_type"
+    err = refused(api.plan, spec(container_mounts="/a:/b"))
+    assert err.where == "JobSpec.container_mounts" and "JobSpec.container_image" in err.message
+    assert refused(api.submit, api.plan(spec()), after="12:maybe").where == "after"
+    assert refused(api.then, 12, spec(), "maybe").where == "when"
+
+
+def test_the_command_line_keeps_its_options(no_slurm, capsys):
+    assert main(["--site", "local", "-t", "soon", "--dry-run", "train.py"]) == 2
+    assert "-t/--time" in capsys.readouterr().err
+
+
+def test_job_methods_check_their_arguments(tmp_path, no_slurm):
+    d = tmp_path / "chain"
+    d.mkdir()
+    (d / "job.json").write_text('{"job_ids": [7]}')
+    job = api.Job(d, 7)
+    assert refused(job.wait, timeout="10").where == "timeout"
+    assert refused(job.wait, timeout=-1).where == "timeout"
+    assert refused(job.wait, progress="print").where == "progress"
+    assert refused(lambda: list(job.logs(rank="0"))).where == "rank"
+    assert refused(lambda: list(job.logs(streams="stdout"))).where == "streams"
+    assert refused(lambda: list(job.logs(tail=-3))).where == "tail"
+    assert refused(job.attach, "bash").where == "command"
+    assert refused(job.then, "eval.py").where == "spec"
+    assert refused(api.Job.from_id, 1.5).where == "job"
+    assert refused(api.Job.from_id, 7, jobs_dir=3).where == "jobs_dir"
+
+
+# ----- the fuzz test ---------------------------------------------------------------------------
+
+ANY = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=True),
+    st.text(max_size=12),
+    st.binary(max_size=4),
+    st.lists(st.one_of(st.text(max_size=6), st.integers()), max_size=3),
+    st.tuples(st.text(max_size=6), st.text(max_size=6)),
+    st.dictionaries(st.text(max_size=4), st.integers(), max_size=2),
+    st.just(api.Layout()),
+)
+FIELDS = [f.name for f in dataclasses.fields(JobSpec)]
+FUZZ = settings(
+    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+
+
+def only_input_errors(call) -> object:
+    try:
+        return call()
+    except InputError as exc:
+        assert str(exc)  # one line the CLI could print
+        return exc
+
+
+@FUZZ
+@given(st.dictionaries(st.sampled_from(FIELDS), ANY, min_size=1, max_size=3))
+def test_fuzz_plan_and_submit(no_slurm, fields):
+    """Any types and values in any fields: an InputError or a plan, nothing else; submitting
+    it (or the spec by mistake) never reaches sbatch while Slurm cannot be asked."""
+    try:
+        given_spec = spec(**fields)
+    except TypeError:
+        return  # not a JobSpec at all (the dataclass refuses unknown fields itself)
+    planned = only_input_errors(lambda: api.plan(given_spec))
+    only_input_errors(lambda: api.submit(given_spec))
+    if isinstance(planned, api.JobPlan):
+        for bad in (fields, "", 3.5, ["12:ok"]):
+            only_input_errors(lambda bad=bad: api.submit(planned, after=bad))
+    assert no_slurm.read_text() == ""
+
+
+@FUZZ
+@given(
+    st.dictionaries(st.text(max_size=5), ANY, min_size=0, max_size=3),
+    ANY,
+    ANY,
+)
+def test_fuzz_sweeps_and_chains(no_slurm, dims, throttle, when):
+    grid = only_input_errors(lambda: api.grid(**dims))
+    tasks = grid if not isinstance(grid, InputError) else dims
+    only_input_errors(lambda: api.submit_sweep(spec(), tasks, throttle=throttle))
+    only_input_errors(lambda: api.then(throttle, spec(), when))
+    only_input_errors(lambda: api.Job.from_id(when, jobs_dir=throttle))
+    assert no_slurm.read_text() == ""
+
+
+def test_the_fake_sbatch_would_show_a_submission(no_slurm):
+    """The fuzz tests' proof holds: a call of sbatch through the Slurm layer is logged."""
+    from slurm_supernode.slurm.runner import run_slurm
+
+    run_slurm(["sbatch", "--parsable", "x"], timeout=10, check=False)
+    assert no_slurm.read_text().strip() == "--parsable x"
