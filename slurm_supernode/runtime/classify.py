@@ -87,6 +87,7 @@ class AttemptResult:
     container_failed: Mapping[str, str] = field(default_factory=dict)
     # nodes stopped (another failed first) before their container started
     container_unstarted: Sequence[str] = ()
+    failure_point: str | None = None  # runtime/failure_point.py: what failed, where
 
 
 @dataclass(frozen=True)
@@ -96,6 +97,7 @@ class PastAttempt:
     cause: Cause
     progress: str | None = None
     detail: str | None = None
+    failure_point: str | None = None  # runtime/failure_point.py: class and program point
 
 
 @dataclass(frozen=True)
@@ -188,7 +190,9 @@ def decide(result: AttemptResult, history: Sequence[PastAttempt], budgets: Budge
     """Next action from this attempt and the chain's earlier attempts.
 
     Each cause has its own budget. The same application failure twice in a row at the same
-    point (same detail and progress marker) stops early: restarting would only repeat it.
+    point (same failure class and failing program point, same progress marker) stops early:
+    restarting would only repeat it. Which rank or node reported first (timing) never
+    decides it: the detail text names that one, so it counts only where no point is known.
     """
     cause, blame, detail = classify(result)
     if cause is Cause.SUCCESS:
@@ -203,11 +207,17 @@ def decide(result: AttemptResult, history: Sequence[PastAttempt], budgets: Budge
         return Decision(cause, Action.STOP, f"{detail}; {cause.value} budget of {budget} used up")
     if cause is Cause.APP_ERROR and history:
         last = history[-1]
-        if last.cause is cause and last.progress == result.progress and last.detail == detail:
+        if last.cause is cause and last.progress == result.progress and _same(last, result, detail):
             return Decision(cause, Action.STOP, f"{detail}; same failure twice at the same point")
     action = _ON_FAILURE[cause]
     exclude = blame if action is Action.REQUEUE else ()
     return Decision(cause, action, detail, exclude=exclude)
+
+
+def _same(last: PastAttempt, result: AttemptResult, detail: str) -> bool:
+    if last.failure_point is not None or result.failure_point is not None:
+        return last.failure_point == result.failure_point
+    return last.detail == detail  # ledgers written before failure points were recorded
 
 
 def default_budgets(

@@ -107,6 +107,7 @@ class Attempt:
     # node -> "rank R: Type: message" of its first rank that raised (rank_failed, by the rank)
     rank_errors: dict[str, str] = field(default_factory=dict)
     rank_error_times: dict[str, float] = field(default_factory=dict)  # when each failed
+    rank_points: dict[str, str] = field(default_factory=dict)  # node -> where that rank failed
     # nodes whose container did not start -> why (the runtime's last words)
     container_failed: dict[str, str] = field(default_factory=dict)
     # nodes stopped (another failed first) before their container started
@@ -164,6 +165,9 @@ def fold(records: list[dict[str, Any]] | Iterator[dict[str, Any]]) -> Chain:
             if node not in a.rank_errors or at < a.rank_error_times[node]:
                 a.rank_errors[node] = f"rank {rec.get('rank')}: {rec.get('error')}"
                 a.rank_error_times[node] = at
+                a.rank_points.pop(node, None)
+                if isinstance(rec.get("point"), str):
+                    a.rank_points[node] = rec["point"]
         elif ev == "attempt_end":
             a.end = rec["time"]
             a.exit_code = rec.get("exit_code")

@@ -123,9 +123,17 @@ def record(exc: BaseException) -> None:
             node=node,
             rank=env.rank,
             error=f"{type(exc).__name__}: {exc}"[:500],
+            point=_point(exc),
         )
     except Exception:  # the rank's own exception is what matters
         pass
+
+
+def _point(exc: BaseException) -> str | None:
+    """Where the rank failed (runtime/failure_point.py); a script's exit: where it exited."""
+    from slurm_supernode.runtime.failure_point import program_point
+
+    return program_point(exc.__traceback__)
 
 
 if __name__ == "__main__":

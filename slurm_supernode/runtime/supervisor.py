@@ -43,6 +43,7 @@ from slurm_supernode.runtime.classify import (
     decide,
     default_budgets,
 )
+from slurm_supernode.runtime.failure_point import failure_point
 from slurm_supernode.runtime.release import Preference, preferred_supernode, spawn_releaser
 from slurm_supernode.slurm.steps import run_step, start_step, step_command
 
@@ -198,7 +199,7 @@ class Supervisor:
             while True:
                 chain = self._chain()
                 history = [
-                    PastAttempt(Cause(a.cause), a.progress, a.detail)
+                    PastAttempt(Cause(a.cause), a.progress, a.detail, failure_point(a))
                     for a in chain.attempts
                     if a.cause
                 ]
@@ -323,6 +324,7 @@ class Supervisor:
             failed_first=failed_by_time(ledger.read(self.cfg.job_dir), last.attempt, failed_first),
             config_errors=last.config_errors,
             rank_errors=last.rank_errors,
+            failure_point=failure_point(last),
         )
 
     def act(self, d: Decision) -> ExitCode | None:

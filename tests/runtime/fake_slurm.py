@@ -111,7 +111,8 @@ def _agents_report(job_dir: Path, attempt: int, step: dict) -> None:
     from slurm_supernode.runtime import ledger
 
     for host, error in step.get("raised", {}).items():  # what runtime/rank_entry.py writes
-        ledger.append(job_dir, "rank_failed", attempt=attempt, node=host, rank=1, error=error)
+        raised = error if isinstance(error, dict) else {"error": error, "rank": 1}
+        ledger.append(job_dir, "rank_failed", attempt=attempt, node=host, **raised)
     for host, code in step.get("exits", {}).items():
         ledger.append(job_dir, "node_exit", attempt=attempt, node=host, exit_code=code)
     for host, error in step.get("config_errors", {}).items():

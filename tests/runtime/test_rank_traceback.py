@@ -54,6 +54,7 @@ def test_the_failing_ranks_traceback_is_in_its_own_stderr_log(tmp_path, mode):
         (rec,) = [r for r in ledger.read(tmp_path) if r["event"] == "rank_failed"]
         assert (rec["attempt"], rec["node"], rec["rank"]) == (2, "n3", 0)
         assert rec["error"] == "RuntimeError: injected in rank 0"
+        assert rec["point"] == f"{tmp_path / 'train.py'}:4 in main"  # where, for decide
 
 
 def test_forked_workers_without_the_entry_leave_it_empty(tmp_path):
