@@ -271,13 +271,16 @@ def _node_summary(
     sampled_t = max(times) if times else None
     period = _sampling_period([s.t for s in samples])
     age = now - sampled_t if sampled_t is not None else None
-    stale = age is not None and age > max(MIN_STALE_S, STALE_PERIODS * (period or 0.0))
+    # only a running attempt can go stale: an ended one's newest sample is simply its last
+    running = ctx.state in ("", "RUNNING")
+    limit = max(MIN_STALE_S, STALE_PERIODS * (period or 0.0))
+    stale = running and age is not None and age > limit
     missing = []
     if sampled_t is None:
         missing.append("no samples from this node (its sampler has not written yet)")
-    elif stale:
+    if stale:
         missing.append(f"newest sample {age:.0f} s old: the node's sampler stopped?")
-    elif samples and not devices:
+    if samples and not devices:
         missing.append("no device figures (no NVML / npu-smi on this node)")
     last = samples[-1] if samples else None
     nics = _nic_rates(samples[-2], samples[-1]) if len(samples) >= 2 else {}

@@ -39,7 +39,7 @@ def snrun(
 
 def _with_jobs_dir(args: tuple[str, ...], jobs: Path) -> list[str]:
     """Submission takes --jobs-dir first; status/cancel after their name; others not at all."""
-    if args and args[0] in ("status", "cancel", "logs", "attach"):
+    if args and args[0] in ("status", "cancel", "logs", "attach", "metrics", "top"):
         return [args[0], "--jobs-dir", str(jobs), *args[1:]]
     if args and args[0] in ("plan", "site", "bench", "health"):
         return list(args)

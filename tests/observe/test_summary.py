@@ -122,3 +122,11 @@ def test_attempts_stay_apart(tmp_path):
     write_attempt(tmp_path, 1, slow=False)
     assert summarize(load_attempt(tmp_path, 1), ctx(attempt=1), NOW).slow == []
     assert load_attempt(tmp_path, 7) == AttemptRecords()
+
+
+def test_an_ended_attempt_is_not_stale(tmp_path):
+    write_attempt(tmp_path)
+    s = summarize(load_attempt(tmp_path, 0), ctx(state="CANCELLED"), T0 + 900)
+    assert not any(n.stale for n in s.nodes)
+    assert not any("old" in m for n in s.nodes for m in n.missing)
+    assert summarize(load_attempt(tmp_path, 0), ctx(state="RUNNING"), T0 + 900).nodes[0].stale
