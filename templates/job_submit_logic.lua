@@ -263,6 +263,23 @@ local function reject(msg)
    return slurm.ESLURM_INVALID_NODE_COUNT or slurm.ERROR
 end
 
+-- Whether log_user() in slurm_job_modify reaches the user: job_submit/lua got that in Slurm
+-- 23.02, together with all of Slurm's error codes (before, only eight ESLURM_* names were
+-- set), so the running plugin tells by a code that only the full table has. Before 23.02 the
+-- text is dropped (the user sees only "Node count specification invalid"): the refusal then
+-- goes to slurmctld's log, and docs/admin.md tells users what the rule is and where to look.
+local MODIFY_SPEAKS = slurm.ESLURM_INVALID_JOB_ID ~= nil
+
+local function reject_modify(job_rec, msg)
+   local id = job_rec and job_rec.job_id
+   slurm.log_info("%s", string.format("snrun job_submit: job %s update refused: %s",
+                                      tostring(id and whole(id) or "?"), msg))
+   if MODIFY_SPEAKS then
+      return reject(msg)
+   end
+   return slurm.ESLURM_INVALID_NODE_COUNT or slurm.ERROR
+end
+
 -- Apply the whole-super-node rule to job_desc for partition name pname. own_features: the
 -- constraint the job has now (on modify, the job record's when the update does not set one).
 local function enforce(job_desc, pname, own_features, n, how)
@@ -383,7 +400,7 @@ function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)
    end
    local pname, bad = enforced_partition(pspec or "")
    if bad ~= nil then
-      return reject(bad)
+      return reject_modify(job_rec, bad)
    end
    if pname == nil then
       return slurm.SUCCESS
@@ -393,7 +410,7 @@ function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)
    local plan = round_up(part, n, multi)
    if plan == nil then
       local most, what = capacity(SITE.partitions[pname])
-      return reject(string.format(
+      return reject_modify(job_rec, string.format(
          "partition %s runs jobs on whole super nodes (%s): NumNodes=%d does not fit; at most"
             .. " %d nodes (and only one super node per plain job unless the site uses block).",
          pname, what, n, most))
@@ -403,7 +420,7 @@ function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)
       total = n -- kept at its size (its constraint, set at submit, keeps it in one super node)
    end
    if total ~= n then
-      return reject(string.format(
+      return reject_modify(job_rec, string.format(
          "partition %s runs jobs on whole super nodes: NumNodes=%d is not whole; use"
             .. " NumNodes=%d", pname, n, total))
    end
@@ -426,5 +443,7 @@ for pname, part in pairs(SITE.partitions) do
 end
 
 slurm.log_info("snrun job_submit: loaded for site %s (%d super node partitions, jobs below one"
-                  .. " super node: %s)", SITE.name, SITE.partition_count, SITE.small_jobs)
+                  .. " super node: %s; refused updates explained %s)", SITE.name,
+               SITE.partition_count, SITE.small_jobs,
+               MODIFY_SPEAKS and "to the user" or "in this log only (Slurm < 23.02)")
 return slurm.SUCCESS

@@ -13,6 +13,8 @@ import sys
 from slurm_supernode.cli.options import int_range
 from slurm_supernode.errors import InputError
 
+HEALTH_CHECK = "health-check"
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from slurm_supernode.site.export import EXPORTERS
@@ -25,7 +27,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p = sub.add_parser("export", help="generate Slurm config fragments or JSON")
     p.add_argument("file", metavar="FILE", help="site config (path or site name)")
     p.add_argument(
-        "--format", "-f", required=True, choices=list(EXPORTERS), dest="fmt", help="what to export"
+        "--format",
+        "-f",
+        required=True,
+        choices=[*EXPORTERS, HEALTH_CHECK],
+        dest="fmt",
+        help="what to export (health-check: the HealthCheckProgram wrapper for slurmd)",
     )
     p.add_argument("-o", "--output", metavar="OUT", help="write here (atomically), not stdout")
     p.add_argument(
@@ -39,6 +46,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="X.Y",
         help="write for this Slurm (e.g. 23.11: BlockLevels, 24.11: no topology.yaml); default:"
         " the installed Slurm's version, else the newest syntax",
+    )
+    p.add_argument(
+        "--python",
+        metavar="PATH",
+        help="health-check: the python that runs snrun on the nodes (default: this one)",
+    )
+    p.add_argument("--snrun", metavar="PATH", help="health-check: run this snrun program instead")
+    p.add_argument(
+        "--health-args",
+        metavar="ARGS",
+        default="",
+        help="health-check: check options of both calls, e.g. '--min-free-gb 20 --path /tmp'",
     )
     sub.add_parser("list", help="list the installed site configs")
 
@@ -93,7 +112,13 @@ def _export(args: argparse.Namespace) -> int:
 
     if args.output:
         check_output_path(args.output, "-o/--output")
+    for dest, option in (("python", "--python"), ("snrun", "--snrun"),
+                         ("health_args", "--health-args")):  # fmt: skip
+        if getattr(args, dest) and args.fmt != HEALTH_CHECK:
+            raise InputError(f"only applies to --format {HEALTH_CHECK}", where=option)
     site = _load(args.file)
+    if args.fmt == HEALTH_CHECK:
+        return _export_health_check(args, site)
     target = _target(args.slurm_version)
     text = export(site, args.fmt, args.node_port_base, target)
     for warning in export_warnings(site, args.fmt, target):
@@ -106,6 +131,56 @@ def _export(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(text)
     return 0
+
+
+def _export_health_check(args: argparse.Namespace, site) -> int:
+    import shlex
+
+    from slurm_supernode.api.health_check import health_check_script
+    from slurm_supernode.fsutil import write_atomic
+
+    _check_health_args(args.health_args)
+    text, notes = health_check_script(
+        site, python=args.python, snrun=args.snrun, health_args=args.health_args
+    )
+    for note in notes:
+        print(f"snrun site export: note: {note}", file=sys.stderr)
+    if not args.output:
+        sys.stdout.write(text)
+        return 0
+    try:
+        write_atomic(args.output, text, mode=0o755)
+    except OSError as exc:
+        raise InputError(f"cannot write: {exc.strerror or exc}", where=args.output) from None
+    out = shlex.quote(str(args.output))
+    print(f"wrote {args.output}; in slurm.conf: HealthCheckProgram={args.output} (then "
+          f"'scontrol reconfigure'); try it on a node first: SLURMD_NODENAME=NODE {out}",
+          file=sys.stderr)  # fmt: skip
+    return 0
+
+
+def _check_health_args(text: str) -> None:
+    """--health-args must be options `snrun health` takes (checked by its own parser)."""
+    import contextlib
+    import io
+    import shlex
+
+    from slurm_supernode.cli import health
+
+    parser = argparse.ArgumentParser(prog="snrun health", add_help=False, exit_on_error=False)
+    health.add_arguments(parser)
+    try:
+        argv = shlex.split(text)
+    except ValueError as exc:
+        raise InputError(f"cannot split: {exc}", where="--health-args") from None
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err):
+            parser.parse_args(argv)
+    except (argparse.ArgumentError, SystemExit) as exc:
+        why = str(exc) if isinstance(exc, argparse.ArgumentError) else err.getvalue().strip()
+        last = why.splitlines()[-1] if why else text
+        raise InputError(f"not options of snrun health: {last}", where="--health-args") from None
 
 
 def _target(text: str | None):

@@ -224,3 +224,37 @@ def test_up_refuses_to_switch_the_plugin_off_while_running(lua_conf, slurm_clust
     assert proc.returncode == 1
     assert "another shape: job-submit-lua=1" in proc.stderr, proc.stderr
     assert "minicluster down" in proc.stderr
+
+
+def test_a_refused_update_is_explained_where_this_slurm_can(lua_conf, slurm_cluster, tmp_path):
+    """`scontrol update NumNodes=3` of a pending job is refused on every version; Slurm >= 23.02
+    shows the plugin's explanation to the user, older ones drop log_user() in job_modify, so
+    the explanation (with the job id and the count to use) is in slurmctld's log there, and
+    the load line says which (the plugin tells by the running Slurm's error-code table)."""
+    proc = sbatch(tmp_path, "-N4", "--hold")
+    assert proc.returncode == 0, proc.stderr
+    job = jobs.parse_job_id(proc.stdout)
+    try:
+        update = subprocess.run(
+            ["scontrol", "update", f"JobId={job}", "NumNodes=3"],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert update.returncode != 0
+        assert "Node count specification invalid" in update.stderr, update.stderr
+        speaks = slurm_cluster.version >= (23, 2)
+        assert ("use NumNodes=4" in update.stderr) == speaks, update.stderr
+        log = lua_conf.parent.parent / "log" / "slurmctld.log"
+        refused = f"snrun job_submit: job {job} update refused: partition main"
+        from tests.integration.helpers import wait_for
+
+        def logged() -> str:
+            text = log.read_text(errors="replace")
+            return text if refused in text else ""
+
+        text = wait_for(logged, 30, "the refusal in slurmctld's log")
+        line = next(ln for ln in text.splitlines() if refused in ln)
+        assert "use NumNodes=4" in line
+        where = "to the user" if speaks else "in this log only (Slurm < 23.02)"
+        assert f"refused updates explained {where}" in text
+    finally:
+        subprocess.run(["scancel", str(job)], timeout=60, check=False)

@@ -103,9 +103,12 @@ def run_plugin(
     *,
     segment_field: bool = True,
     env: dict[str, str] | None = None,
+    all_error_codes: bool = True,
 ):
     """Load the exported script and call slurm_job_submit (or slurm_job_modify with rec).
-    segment_field=False: a job_desc like Slurm 24.11's, without segment_size."""
+    segment_field=False: a job_desc like Slurm 24.11's, without segment_size.
+    all_error_codes=False: a slurm table like 22.05's (eight ESLURM_* names; log_user dropped
+    in job_modify), True: 23.02+ (every code, ESLURM_INVALID_JOB_ID among them)."""
     job = {"min_nodes": NO_VAL, "segment_size": NO_VAL16, "num_tasks": NO_VAL, **job}
     if not segment_field:
         job.pop("segment_size")
@@ -116,6 +119,7 @@ def run_plugin(
     )
     driver = (
         PRELUDE
+        + ("slurm.ESLURM_INVALID_JOB_ID = 2017\n" if all_error_codes else "")
         + f"assert(dofile({lua_str(str(script))}) == 0)\n"
         + f"job = {lua_value(job, FLOATS)}\npart_list = {lua_value(part_list, FLOATS)}\n"
         + ("" if segment_field else NO_SEGMENT_FIELD)
@@ -332,6 +336,24 @@ def test_modify_checks_new_node_counts(scripts):
     assert unchanged["rc"] == 0
     other = run_plugin(scripts["local"], {"min_nodes": 3}, rec={"partition": "debug"})
     assert other["rc"] == 0
+
+
+@needs_lua
+def test_a_refused_update_is_explained_in_the_log_where_slurm_drops_log_user(scripts):
+    """Slurm < 23.02 drops log_user() in job_modify: the refusal is the same, its explanation
+    goes to slurmctld's log with the job id, and the load line says where refusals go."""
+    rec = {"partition": "main", "features": "[sn0|sn1]", "job_id": 25}
+    old = run_plugin(scripts["local"], {"min_nodes": 3}, rec=rec, all_error_codes=False)
+    assert old["rc"] == INVALID_NODE_COUNT and old["msg"] == ""
+    assert "snrun job_submit: job 25 update refused: partition main" in old["info"]
+    assert "use NumNodes=4" in old["info"]
+    assert "refused updates explained in this log only (Slurm < 23.02)" in old["info"]
+    new = run_plugin(scripts["local"], {"min_nodes": 3}, rec=rec)
+    assert new["rc"] == INVALID_NODE_COUNT and "use NumNodes=4" in new["msg"]
+    assert "job 25 update refused" in new["info"]  # the admin's log has it on every version
+    assert "refused updates explained to the user" in new["info"]
+    submit = run_plugin(scripts["local"], {"min_nodes": 9}, all_error_codes=False)
+    assert "can never fit" in submit["msg"]  # job_submit's log_user works on every version
 
 
 # -- strategy auto: decided from the Slurm configuration next to the script (at load) ------------
