@@ -19,6 +19,10 @@ if TYPE_CHECKING:
     from slurm_supernode.observe.summary import AttemptRecords, AttemptSummary, JobContext
 
 CHECKPOINT_SCAN_LIMIT = 10_000  # files looked at for the newest checkpoint
+# the summary reads each record file's last 64 KiB only (a rank's steps file grows all day:
+# 64 ranks x 20k steps took 52 s to read whole on a loaded 2-core host): enough for many
+# sampling rounds and for 1 KiB per step of the window
+LIVE_TAIL_BYTES = 64 << 10
 
 
 def _check_job(job: object) -> None:
@@ -105,18 +109,25 @@ def job_report(
     window = DEFAULT_WINDOW if window is None else window
     _check_window(window)
     job_dir = job_dir_of(job, jobs_dir=jobs_dir, site=site)
-    return render_report(*attempt_metrics(job_dir, attempt, window))
+    return render_report(*attempt_metrics(job_dir, attempt, window, whole=True))
 
 
 def attempt_metrics(
-    job_dir: Path, attempt: int | None, window: int, now: float | None = None
+    job_dir: Path,
+    attempt: int | None,
+    window: int,
+    now: float | None = None,
+    *,
+    whole: bool = False,
 ) -> tuple[AttemptSummary, AttemptRecords]:
-    """The summary and the records it came from (the report plots the records over time)."""
+    """The summary and the records it came from: the newest of each file, or with ``whole``
+    every record (the report plots the attempt over time)."""
     from slurm_supernode.observe.attempt_files import load_attempt
     from slurm_supernode.observe.summary import summarize
 
     ctx = job_context(job_dir, attempt)
-    records = load_attempt(job_dir, ctx.attempt)
+    tail = None if whole else max(LIVE_TAIL_BYTES, window << 10)
+    records = load_attempt(job_dir, ctx.attempt, tail_bytes=tail)
     return summarize(records, ctx, time.time() if now is None else now, window), records
 
 

@@ -24,10 +24,18 @@ def load_attempt(
     *,
     nodes: Collection[str] | None = None,
     ranks: Collection[int] | None = None,
+    tail_bytes: int | None = None,
 ) -> AttemptRecords:
     """Every record of one attempt (an attempt without a folder has none); ``nodes`` and
     ``ranks``: only these nodes' samples and these ranks' steps and windows (one node's agent
-    reads its own, not the whole job's)."""
+    reads its own, not the whole job's); ``tail_bytes``: only each file's last so many bytes
+    (the newest records: enough for the summary of a job that has run for days)."""
+
+    def read(path: Path) -> list[Record]:
+        if tail_bytes is None:
+            return list(records.read(path))
+        return list(records.read_tail(path, tail_bytes))
+
     folder = records.attempt_dir(job_dir, attempt)
     try:
         names = sorted(p.name for p in folder.iterdir())
@@ -41,17 +49,17 @@ def load_attempt(
             node = name[: -len(_SAMPLES_SUFFIX)]
             if nodes is not None and node not in nodes:
                 continue
-            samples[node] = list(records.read(records.samples_path(job_dir, attempt, node)))
+            samples[node] = read(records.samples_path(job_dir, attempt, node))
         elif m := _RANK_FILE.fullmatch(name):
             rank = int(m.group(1))
             if ranks is not None and rank not in ranks:
                 continue
             if m.group(2) == "steps":
                 path = records.steps_path(job_dir, attempt, rank)
-                steps[rank] = [r for r in records.read(path) if isinstance(r, StepRecord)]
+                steps[rank] = [r for r in read(path) if isinstance(r, StepRecord)]
             else:
                 path = records.comm_path(job_dir, attempt, rank)
-                comm[rank] = [r for r in records.read(path) if isinstance(r, CommShare)]
+                comm[rank] = [r for r in read(path) if isinstance(r, CommShare)]
     slow = [
         r for r in records.read(records.slow_path(job_dir, attempt)) if isinstance(r, SlowNodeMark)
     ]

@@ -20,6 +20,8 @@ from slurm_supernode.observe.attempt_files import load_attempt
 from slurm_supernode.observe.prom_textfile import remove_node_textfile, write_node_textfile
 from slurm_supernode.observe.summary import JobContext, summarize
 
+TAIL_BYTES = 64 << 10  # of each record file: the newest records are all a textfile needs
+
 
 def publish_node(
     directory: str,
@@ -30,7 +32,7 @@ def publish_node(
     now: float | None = None,
 ) -> str | None:
     """Write ``node``'s textfile of attempt ``ctx.attempt``; None when written, else why not."""
-    records = load_attempt(job_dir, ctx.attempt, nodes=(node,), ranks=ranks)
+    records = load_attempt(job_dir, ctx.attempt, nodes=(node,), ranks=ranks, tail_bytes=TAIL_BYTES)
     summary = summarize(records, ctx, time.time() if now is None else now)
     try:
         write_node_textfile(directory, summary, node)

@@ -167,6 +167,26 @@ def read(path: Path) -> Iterator[Record]:
         text = path.read_text(errors="replace")
     except OSError:
         return
+    yield from _parse(text)
+
+
+def read_tail(path: Path, max_bytes: int) -> Iterator[Record]:
+    """The records of the file's last ``max_bytes`` (whole lines only), in order: what a live
+    view needs of a file that grows all day, without reading all of it."""
+    try:
+        with open(path, "rb") as fh:
+            start = max(0, fh.seek(0, os.SEEK_END) - max_bytes)
+            fh.seek(start)
+            data = fh.read()
+    except OSError:
+        return
+    if start > 0:  # the first line is cut: start after it
+        cut = data.find(b"\n")
+        data = data[cut + 1 :] if cut >= 0 else b""
+    yield from _parse(data.decode(errors="replace"))
+
+
+def _parse(text: str) -> Iterator[Record]:
     for line in text.splitlines():
         try:
             raw = json.loads(line)

@@ -130,3 +130,19 @@ def test_an_ended_attempt_is_not_stale(tmp_path):
     assert not any(n.stale for n in s.nodes)
     assert not any("old" in m for n in s.nodes for m in n.missing)
     assert summarize(load_attempt(tmp_path, 0), ctx(state="RUNNING"), T0 + 900).nodes[0].stale
+
+
+def test_the_tail_of_a_long_file_is_enough(tmp_path):
+    from slurm_supernode.observe import records
+
+    path = records.steps_path(tmp_path, 0, 0)
+    lines = [StepRecord(t=T0 + i, rank=0, node="x", step=i, seconds=0.5) for i in range(5000)]
+    records.append(path, lines)
+    tail = list(records.read_tail(path, 4096))
+    assert 10 < len(tail) < 100 and tail[-1].step == 4999  # whole lines only, the newest
+    assert [r.step for r in tail] == list(range(5000 - len(tail), 5000))
+    assert list(records.read_tail(path, 10**9)) == list(records.read(path))
+    assert list(records.read_tail(tmp_path / "none", 100)) == []
+    whole = summarize(load_attempt(tmp_path, 0), ctx(nodes=("x",)), T0 + 5000)
+    cut = summarize(load_attempt(tmp_path, 0, tail_bytes=4096), ctx(nodes=("x",)), T0 + 5000)
+    assert cut.node("x").ranks == whole.node("x").ranks
