@@ -122,6 +122,12 @@ def attempt_metrics(
 ) -> tuple[AttemptSummary, AttemptRecords]:
     """The summary and the records it came from: the newest of each file, or with ``whole``
     every record (the report plots the attempt over time)."""
+    if not isinstance(job_dir, Path):
+        raise InputError(f"job_dir must be a Path, got {type(job_dir).__name__}", where="job_dir")
+    _check_attempt(attempt)
+    _check_window(window)
+    if now is not None and (isinstance(now, bool) or not isinstance(now, (int, float))):
+        raise InputError(f"now must be seconds since the epoch, got {now!r}", where="now")
     from slurm_supernode.observe.attempt_files import load_attempt
     from slurm_supernode.observe.summary import summarize
 
@@ -221,6 +227,8 @@ def newest_running_job(
     from slurm_supernode.api.status import recent_chains
 
     _check_dirs(jobs_dir, site)
+    if isinstance(last, bool) or not isinstance(last, int) or last < 1:
+        raise InputError(f"last must be an int >= 1, got {last!r}", where="last")
     _root, rows = recent_chains(
         last, jobs_dir=os.fspath(jobs_dir) if jobs_dir is not None else None, site=site
     )

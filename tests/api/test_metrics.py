@@ -172,3 +172,21 @@ def test_super_nodes_from_the_jobs_site_copy(tmp_path):
         ("n4", "sn1"),
         ("elsewhere", None),
     ]
+
+
+def test_the_lower_calls_check_their_arguments_too(tmp_path):
+    from slurm_supernode.api.metrics import attempt_metrics, newest_running_job
+
+    d = job_dir(tmp_path)
+    for args, where in (
+        ((str(d), None, 20), "job_dir"),
+        ((d, "1", 20), "attempt"),
+        ((d, None, 0), "window"),
+        ((d, None, 20, "now"), "now"),
+    ):
+        with pytest.raises(InputError) as exc:
+            attempt_metrics(*args)
+        assert exc.value.where == where
+    with pytest.raises(InputError) as exc:
+        newest_running_job(jobs_dir=d.parent, last=0)
+    assert exc.value.where == "last"
