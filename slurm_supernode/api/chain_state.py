@@ -14,6 +14,7 @@ from pathlib import Path
 
 from slurm_supernode.runtime import ledger
 from slurm_supernode.slurm.jobinfo import JobInfo
+from slurm_supernode.slurm.reasons import pending_reason
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,9 @@ class ChainState:
     slurm_state: str | None  # Slurm's state of that job (None: no source knows it)
     attempts: int
     source: str  # "ledger" (final record), "slurm" (Slurm's record alone), "queue"
+    # pending with a reason that does not pass by waiting (DependencyNeverSatisfied, a
+    # partition that cannot serve it...): Slurm keeps it PENDING, it will never start
+    never_starts: bool = False
 
     def __str__(self) -> str:
         why = f" ({self.reason})" if self.reason else ""
@@ -57,6 +61,10 @@ def chain_state(chain: ledger.Chain, job_id: int | None, info: JobInfo | None) -
     open_attempt = bool(chain.attempts) and chain.attempts[-1].end is None
     if open_attempt and info.pending and not info.state.held:
         state = "RUNNING"  # the ledger is newer than a record polled a few seconds ago
+    waits = pending_reason(info.reason) if state == "PENDING" else None
+    if waits is not None:  # Slurm's reason, in words
+        never = waits.never
+        return ChainState(state, False, str(waits), job_id, slurm, n, "queue", never_starts=never)
     return ChainState(state, False, info.reason, job_id, slurm, n, source="queue")
 
 

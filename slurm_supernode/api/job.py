@@ -33,6 +33,16 @@ class WaitTimeout(JobError):
     """``Job.wait`` gave up: the chain had not ended within the timeout."""
 
 
+class NeverStarts(JobError):
+    """``Job.wait`` gave up: the chain's job waits for something that can never come
+    (``ChainState.never_starts``: a dependency never satisfied, a partition that cannot serve
+    it); ``state`` says which. Cancel it, or change what it asks for."""
+
+    def __init__(self, message: str, *, where: str, state: ChainState) -> None:
+        super().__init__(message, where=where, hint=f"snrun cancel {state.job_id}")
+        self.state = state
+
+
 class Job:
     """A submitted job chain."""
 
@@ -129,6 +139,12 @@ class Job:
                 last = now
             if settled:
                 return now
+            if now.never_starts:
+                raise NeverStarts(
+                    f"job {now.job_id} can never start: {now.reason}",
+                    where=str(self.job_dir),
+                    state=now,
+                )
             if deadline is not None and time.monotonic() >= deadline:
                 raise WaitTimeout(
                     f"job {self.job_id} did not end within {timeout:g} s (now {now})",

@@ -39,15 +39,20 @@ def recent_chains(
 def recent(
     last: int, *, jobs_dir: str | Path | None = None, site: str | None = None
 ) -> tuple[Path, list[dict[str, Any]]]:
-    """``snrun status`` without a job: the user's ``last`` most recent chains, then sweeps, a
-    row each, with one Slurm query for all of them (a job the controller no longer lists is
-    still looked up alone, in accounting)."""
-    from slurm_supernode.launch.jobdir import jobs_root, own_job_dirs
+    """``snrun status`` without a job: the user's ``last`` most recently active chains and
+    sweeps together, newest first, a row each (exactly ``last`` where there are as many),
+    with one Slurm query for all of them (a job the controller no longer lists is still
+    looked up alone, in accounting)."""
+    from slurm_supernode.launch.jobdir import jobs_root, own_dirs
     from slurm_supernode.runtime import status, sweep_status
     from slurm_supernode.slurm.job_lookup import records_of_many
 
     root = jobs_root(str(jobs_dir) if jobs_dir is not None else None, site)
     record = records_of_many()
-    rows = status.recent_chains(own_job_dirs(root)[:last], record)
-    rows += sweep_status.recent_sweeps(own_job_dirs(root, "sweep.json")[:last], record)
+    rows = []
+    for d in own_dirs(root, ("plan.json", "sweep.json"))[:last]:
+        if sweep_status.is_sweep(d):
+            rows += sweep_status.recent_sweeps([d], record)
+        else:
+            rows += status.recent_chains([d], record)
     return root, rows

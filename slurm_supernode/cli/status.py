@@ -39,7 +39,7 @@ def run(ns: argparse.Namespace) -> int:
     if ns.job is None:
         from slurm_supernode.api.status import recent
 
-        root, rows = recent(ns.last, jobs_dir=ns.jobs_dir, site=ns.site)  # chains, then sweeps
+        root, rows = recent(ns.last, jobs_dir=ns.jobs_dir, site=ns.site)  # newest first
         print(json.dumps(rows, indent=2) if ns.json else format_recent(rows, root))
         return 0
     from slurm_supernode.api.status import chain_status, find_job_dir

@@ -59,6 +59,12 @@ def own_job_dirs(jobs_root: Path, marker: str = "plan.json") -> list[Path]:
     """The current user's job directories under ``jobs_root``, most recently active first
     (the newest of the directory and its ledger); a shared jobs dir holds others' too.
     ``marker``: the file that makes a directory one (``sweep.json``: the sweeps)."""
+    return own_dirs(jobs_root, (marker,))
+
+
+def own_dirs(jobs_root: Path, markers: tuple[str, ...]) -> list[Path]:
+    """``own_job_dirs`` for directories with any of ``markers`` (chains and sweeps together,
+    most recently active first: `snrun status -n N`)."""
     uid = os.getuid()
 
     def active(d: Path) -> float:
@@ -75,7 +81,8 @@ def own_job_dirs(jobs_root: Path, marker: str = "plan.json") -> list[Path]:
     found = []
     for d in entries:
         try:
-            if d.name != "by-id" and (d / marker).is_file() and d.stat().st_uid == uid:
+            marked = any((d / marker).is_file() for marker in markers)
+            if d.name != "by-id" and marked and d.stat().st_uid == uid:
                 found.append((active(d), d))
         except OSError:
             continue  # removed while we looked, or unreadable: not the user's

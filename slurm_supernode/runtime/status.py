@@ -18,16 +18,21 @@ JobRecord = Callable[[int], "JobInfo | None"]  # a job id -> Slurm's record of i
 
 
 def _from_slurm(chain: ledger.Chain, record: JobRecord | None) -> dict[str, Any] | None:
-    """No final record: does Slurm say the chain ended, or waits held, with no supervisor?"""
+    """No final record: does Slurm say the chain ended, or waits held, with no supervisor?
+    Or does its job wait (``{"state": "PENDING", "reason": words, "never_starts": ...}``)?"""
     from slurm_supernode.errors import SlurmError
     from slurm_supernode.runtime.lost import verdict_without_supervisor
     from slurm_supernode.slurm.job_lookup import job_info
 
     lookup = record or job_info
     try:
-        return verdict_without_supervisor(chain, lookup(chain.job_ids[-1]))
+        info = lookup(chain.job_ids[-1])
     except SlurmError:
         return None  # Slurm not reachable: the ledger's view alone
+    verdict = verdict_without_supervisor(chain, info)
+    if verdict is not None or info is None:
+        return verdict
+    return pending_view(chain, info)
 
 
 def chain_summary(job_dir: Path, record: JobRecord | None = None) -> dict[str, Any]:
@@ -48,6 +53,7 @@ def chain_summary(job_dir: Path, record: JobRecord | None = None) -> dict[str, A
         "job_ids": chain.job_ids,
         "state": state,
         "reason": final.get("reason") if final else None,
+        "never_starts": bool(final and final.get("never_starts")),
         "attempts": [_with_first(attempt_evidence(job_dir, asdict(a))) for a in chain.attempts],
     }
 
@@ -107,6 +113,8 @@ def recent_chains(job_dirs: list[Path], record: JobRecord | None = None) -> list
                 "job_dir": summary["job_dir"],
                 "job_ids": summary["job_ids"],
                 "state": summary["state"],
+                "reason": summary["reason"],
+                "never_starts": summary["never_starts"],
                 "attempts": len(attempts),
                 "started": started,
             }
@@ -122,7 +130,21 @@ def format_recent(rows: list[dict[str, Any]], where: Path) -> str:
     for r in rows:
         ids = ",".join(map(str, r["job_ids"])) or "-"
         start = r["started"] and time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r["started"]))
+        never = f"  (can never start: {r['reason']})" if r.get("never_starts") else ""
         lines.append(
             f"{ids:<15} {r['state']:<10} {r['attempts']:>5} {start or '-':<19} {r['job_dir']}"
+            + never
         )
     return "\n".join(lines)
+
+
+def pending_view(chain: ledger.Chain, info: JobInfo) -> dict[str, Any] | None:
+    """A chain whose job waits in the queue (none of its attempts runs): PENDING with Slurm's
+    reason in words, and whether it can never start (slurm/reasons.py). None otherwise."""
+    from slurm_supernode.slurm.reasons import pending_reason
+
+    running = bool(chain.attempts) and chain.attempts[-1].end is None
+    waits = pending_reason(info.reason) if info.pending and not running else None
+    if waits is None:
+        return None
+    return {"state": "PENDING", "reason": str(waits), "never_starts": waits.never}

@@ -48,6 +48,7 @@ def sweep_summary(sweep_dir: Path, record: JobRecord | None = None) -> dict[str,
                 "attempts": len(attempts),
                 "causes": list(dict.fromkeys(causes)),
                 "reason": chain["reason"],
+                "never_starts": chain["never_starts"],
                 "job_ids": chain["job_ids"],
                 "job_dir": task["job_dir"],
             }
@@ -120,7 +121,9 @@ def format_sweep(summary: dict[str, Any]) -> str:
             str(r["attempts"]),
             ",".join(r["causes"]) or "-",
             ",".join(map(str, r["job_ids"])) or "-",
-            r["reason"] if r["state"] not in ("COMPLETED", "RUNNING", "PENDING") else "",
+            r["reason"]
+            if r.get("never_starts") or r["state"] not in ("COMPLETED", "RUNNING", "PENDING")
+            else "",
         )
         for r in summary["tasks"]
     ]

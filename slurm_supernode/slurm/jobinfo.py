@@ -20,6 +20,7 @@ from slurm_supernode.slurm.parse import (
     parse_time,
     to_int,
 )
+from slurm_supernode.slurm.reasons import job_reason
 from slurm_supernode.slurm.state import JobState
 
 SACCT_FIELDS = [
@@ -109,7 +110,7 @@ def job_from_record(rec: dict[str, str]) -> JobInfo:
         job_id=int(rec["JobId"]),
         name=rec.get("JobName", ""),
         state=state,
-        reason=null(rec.get("Reason")),
+        reason=job_reason(null(rec.get("Reason")), sig),
         exit_code=code,
         exit_signal=sig,
         derived_exit_code=derived,
@@ -141,7 +142,7 @@ def job_from_json(job: Mapping[str, object]) -> JobInfo:
         job_id=json_number(job.get("job_id")) or 0,
         name=text("name") or "",
         state=state,
-        reason=text("state_reason"),
+        reason=job_reason(text("state_reason"), sig),
         exit_code=code,
         exit_signal=sig,
         derived_exit_code=json_exit_code(derived)[0] if isinstance(derived, dict) else None,
@@ -230,7 +231,7 @@ def job_from_sacct_json(job: Mapping[str, object]) -> JobInfo:
         job_id=json_number(job.get("job_id")) or 0,
         name=text("name") or "",
         state=job_state,
-        reason=null(reason) if isinstance(reason, str) else None,
+        reason=job_reason(reason if isinstance(reason, str) else None, sig),
         exit_code=code,
         exit_signal=sig,
         derived_exit_code=json_exit_code(derived)[0] if isinstance(derived, dict) else None,

@@ -24,6 +24,7 @@ from slurm_supernode.slurm.nodeinfo import (
     partition_from_record,
 )
 from slurm_supernode.slurm.parse import null
+from slurm_supernode.slurm.reasons import job_reason
 from slurm_supernode.slurm.state import JobState
 
 
@@ -51,7 +52,7 @@ def job_from_pyslurm(job: Any) -> JobInfo:
         job_id=_int(job.id),
         name=_text(job.name) or "",
         state=state,
-        reason=_text(job.state_reason),
+        reason=job_reason(_text(job.state_reason), _int(job.exit_code_signal)),
         exit_code=_int(job.exit_code),
         exit_signal=_int(job.exit_code_signal),
         derived_exit_code=derived if isinstance(derived, int) else None,

@@ -16,7 +16,7 @@ from slurm_supernode import api
 from slurm_supernode.api.arguments import check_spec
 from slurm_supernode.api.wording import _OPTION, parameter_of
 from slurm_supernode.cli.main import main
-from slurm_supernode.errors import InputError
+from slurm_supernode.errors import InputError, SlurmError
 from slurm_supernode.launch.jobspec import JobSpec
 
 
@@ -190,7 +190,12 @@ def test_fuzz_plan_and_submit(no_slurm, fields):
 def test_fuzz_sweeps_and_chains(no_slurm, dims, throttle, when):
     grid = only_input_errors(lambda: api.grid(**dims))
     tasks = grid if not isinstance(grid, InputError) else dims
-    only_input_errors(lambda: api.submit_sweep(spec(), tasks, throttle=throttle))
+    fine = (type(throttle) is int and 1 <= throttle <= 1000) or throttle is None
+    if isinstance(grid, InputError) or not fine:
+        only_input_errors(lambda: api.submit_sweep(spec(), tasks, throttle=throttle))
+    else:  # good input: it gets as far as asking Slurm (here: no controller), never to sbatch
+        with pytest.raises(SlurmError, match="cannot reach"):
+            api.submit_sweep(spec(), tasks, throttle=throttle)
     only_input_errors(lambda: api.then(throttle, spec(), when))
     only_input_errors(lambda: api.Job.from_id(when, jobs_dir=throttle))
     assert no_slurm.read_text() == ""

@@ -71,3 +71,28 @@ def test_chains_that_ended_with_a_final_record_ask_nothing(tmp_path, slurm):
     _, rows = recent(10, jobs_dir=root)
     assert [r["state"] for r in rows] == ["COMPLETED"] * 3
     assert slurm.calls() == []
+
+
+def test_n_rows_exactly_newest_first_across_chains_and_sweeps(tmp_path, slurm, capsys):
+    """`snrun status -n 4`: four rows, the most recently active first, chains and sweeps
+    together (not N chains then N sweeps)."""
+    import os
+
+    root = jobs_root(tmp_path)
+    running(slurm)
+    names = [f"train.py-{i}" for i in range(CHAINS)] + [f"sweep-{s}" for s in range(SWEEPS)]
+    order = names[::2] + names[1::2]  # activity interleaved: chains and sweeps mixed
+    for age, name in enumerate(order):  # the first of ``order`` is the newest
+        d = root / name
+        when = 1_800_000_000 - 60 * age
+        for path in (d, d / "ledger.jsonl"):
+            if path.exists():
+                os.utime(path, (when, when))
+    assert main(["status", "--jobs-dir", str(root), "-n", "4", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [Path(r["job_dir"]).name for r in rows] == order[:4]
+    assert main(["status", "--jobs-dir", str(root), "-n", "4"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 1 + 4 and [line.split()[-1] for line in lines[1:]] == [
+        str(root / name) for name in order[:4]
+    ]
