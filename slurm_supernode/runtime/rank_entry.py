@@ -61,6 +61,8 @@ def read_rank_mark(folder: str, pid: int) -> tuple[int, int] | None:
 def main() -> None:
     sys.argv = sys.argv[1:]  # [SCRIPT, ARGS...]: what the script expects
     _mark(rank_mark, _ranks_text())
+    # as `python SCRIPT` does: the script's folder first on sys.path (its sibling modules)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(sys.argv[0])))
     try:
         runpy.run_path(sys.argv[0], run_name="__main__")
     except SystemExit as exc:  # the script's own exit code: no traceback to print

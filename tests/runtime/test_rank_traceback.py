@@ -85,3 +85,20 @@ def test_a_forked_ranks_own_non_zero_exit_is_recorded(tmp_path, code, recorded):
     assert (proc.returncode != 0) is recorded, proc.stderr[-2000:]
     records = [r for r in ledger.read(tmp_path) if r["event"] == "rank_failed"]
     assert [r["error"] for r in records] == (["SystemExit: 3"] if recorded else [])
+
+
+def test_a_forked_rank_imports_its_scripts_sibling_modules(tmp_path):
+    """As `python train.py` does: the script's folder is first on sys.path (`from helper
+    import X` beside train.py; runpy.run_path alone does not add it)."""
+    (tmp_path / "helper.py").write_text("VALUE = 'sibling found'\n")
+    script = tmp_path / "train.py"
+    script.write_text("from helper import VALUE\nprint(VALUE, flush=True)\n")
+    argv = [
+        sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=1",
+        "--run-path", "--start-method=fork", RANK_ENTRY, str(script),
+    ]  # fmt: skip
+    env = dict(os.environ, OMP_NUM_THREADS="1", SNRUN_JOB_DIR=str(tmp_path), SNRUN_NODE="n3")
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=env,
+                          cwd="/")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "sibling found" in proc.stdout
