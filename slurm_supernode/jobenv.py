@@ -62,6 +62,11 @@ class SnrunSettings:
     cache_dir: str | None = None  # SNRUN_CACHE_DIR: compiled templates ("off": no cache)
     snapshot_max_mb: str | None = None  # SNRUN_SNAPSHOT_MAX_MB: the code snapshot's limit
     debug: bool = False  # SNRUN_DEBUG=1: tracebacks instead of one-line errors
+    cluster: str | None = None  # SNRUN_CLUSTER: the default --cluster (docs/remote.md)
+    clusters_file: str | None = None  # SNRUN_CLUSTERS_FILE: instead of the XDG clusters.yaml
+    ssh_control_dir: str | None = None  # SNRUN_SSH_CONTROL_DIR: the SSH control sockets
+    config_home: str | None = None  # XDG_CONFIG_HOME (default ~/.config)
+    runtime_dir: str | None = None  # XDG_RUNTIME_DIR: where the control sockets go, if set
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] | None = None) -> SnrunSettings:
@@ -79,6 +84,11 @@ class SnrunSettings:
             cache_dir=environ.get("SNRUN_CACHE_DIR") or None,
             snapshot_max_mb=environ.get("SNRUN_SNAPSHOT_MAX_MB") or None,
             debug=environ.get("SNRUN_DEBUG") == "1",
+            cluster=environ.get("SNRUN_CLUSTER") or None,
+            clusters_file=environ.get("SNRUN_CLUSTERS_FILE") or None,
+            ssh_control_dir=environ.get("SNRUN_SSH_CONTROL_DIR") or None,
+            config_home=environ.get("XDG_CONFIG_HOME") or None,
+            runtime_dir=environ.get("XDG_RUNTIME_DIR") or None,
         )
 
 

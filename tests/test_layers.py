@@ -45,6 +45,31 @@ def test_only_the_slurm_layer_runs_slurm_commands():
     assert offenders == []
 
 
+def _spawned(path: Path, commands: set[str], base: Path = ROOT) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.Call) or not node.args:
+            continue
+        name = getattr(node.func, "attr", None) or getattr(node.func, "id", None)
+        if name not in SPAWNERS:
+            continue
+        for sub in ast.walk(node.args[0]):
+            if isinstance(sub, ast.Constant) and sub.value in commands:
+                found.append(f"{path.relative_to(base)}:{node.lineno}: {sub.value}")
+    return found
+
+
+def test_only_the_transport_runs_ssh():
+    """remote/ssh.py is the one module that spawns ssh (its argv comes from remote/command.py)."""
+    spawners = {
+        str(path.relative_to(PKG))
+        for path in PKG.rglob("*.py")
+        if _spawned(path, {"ssh", "scp", "rsync", "sftp"})
+        or (path.name != "command.py" and '"ssh",' in path.read_text())
+    }
+    assert spawners <= {"remote/ssh.py"}, spawners
+
+
 def test_the_check_finds_a_slurm_call(tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text("import subprocess\nsubprocess.run(['scontrol', 'show', 'job'])\n")
