@@ -1,3 +1,3 @@
 """slurm-supernode: schedule and use Slurm super nodes as one machine."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

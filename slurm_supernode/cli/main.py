@@ -21,6 +21,8 @@ from slurm_supernode import __version__
 if TYPE_CHECKING:
     import argparse
 
+    from slurm_supernode.jobenv import SnrunSettings
+
 # name -> (module under slurm_supernode.cli, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "submit": ("submit", "submit a torchrun job on whole super nodes (the default)"),
@@ -39,6 +41,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "agent": ("agent", "(in a job) per-node agent: rank map, env, exec torchrun"),
     "supervise": ("supervise", "(in a job) batch-step supervisor around the agents"),
     "stacks": ("stacks", "(in a job) py-spy stack dumps of the ranks on this node"),
+    "clusters": ("clusters", "the clusters of --cluster NAME: list them, check each over SSH"),
+    "remote": ("remote_side", "(over SSH) the login node's side of --cluster"),
 }
 
 
@@ -75,6 +79,8 @@ def _top_help() -> str:
         "global options:",
         "  --version   print the version and exit",
         "  --debug     show Python tracebacks on errors, and debug lines (Slurm backend)",
+        "  --cluster NAME  run the verb on cluster NAME's login node over SSH (default"
+        " $SNRUN_CLUSTER; docs/remote.md)",
         "",
         "'snrun SUBCOMMAND --help' for the options of each; 'snrun submit --help' for job options.",
     ]
@@ -108,6 +114,63 @@ def _own_args(name: str, args: list[str], parser: argparse.ArgumentParser) -> in
     return args.index("--") if "--" in args else len(args)
 
 
+# verbs that SNRUN_CLUSTER leaves here (in a job, or about the clusters themselves)
+_HERE_ONLY = ("clusters", "remote", "agent", "supervise", "stacks")
+
+
+def _front(
+    args: list[str], settings: SnrunSettings
+) -> tuple[bool, str | None, bool, list[str]] | int:
+    """The options before the verb, or the exit code where nothing else is to be done
+    (``--help``, ``--version``, no verb, a ``--cluster`` without a name)."""
+    from slurm_supernode.errors import SnrunError
+
+    try:
+        front = _front_options(args, settings)
+    except SnrunError as exc:
+        print(f"snrun: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    rest = front[3]
+    if not rest or rest[0] in ("-h", "--help"):
+        print(_top_help())
+        return 0 if rest else 2
+    if rest[0] == "--version":
+        print(f"snrun {__version__}")
+        return 0
+    return front
+
+
+def _on_cluster(cluster: str, name: str, rest: list[str], debug: bool) -> int:
+    """``snrun --cluster NAME VERB ...``: the verb run by the cluster's snrun (cli/remote.py)."""
+    if debug:
+        _show_debug_log()
+    from slurm_supernode.cli.remote import run_remote
+
+    return run_remote(cluster, name, rest)
+
+
+def _front_options(
+    args: list[str], settings: SnrunSettings
+) -> tuple[bool, str | None, bool, list[str]]:
+    """``--debug`` and ``--cluster NAME`` before the verb: (debug, cluster, named on the
+    command line, the rest). ``--cluster`` wins over ``$SNRUN_CLUSTER``."""
+    debug, cluster, named = settings.debug, settings.cluster, False
+    while args:
+        if args[0] == "--debug":
+            debug, args = True, args[1:]
+        elif args[0].startswith("--cluster="):
+            cluster, args, named = args[0].split("=", 1)[1], args[1:], True
+        elif args[0] == "--cluster":
+            if len(args) < 2 or args[1].startswith("-"):
+                from slurm_supernode.errors import InputError
+
+                raise InputError("needs a cluster name", where="--cluster")
+            cluster, args, named = args[1], args[2:], True
+        else:
+            break
+    return debug, cluster or None, named, args
+
+
 def _show_debug_log() -> None:
     """--debug: the layers' debug lines (e.g. which Slurm backend answers, and why) on stderr."""
     import logging
@@ -125,21 +188,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     from slurm_supernode.jobenv import SnrunSettings
 
     args = list(sys.argv[1:] if argv is None else argv)
-    debug = SnrunSettings.from_environ().debug
-    while args[:1] == ["--debug"]:
-        debug, args = True, args[1:]
-    if not args or args[0] in ("-h", "--help"):
-        print(_top_help())
-        return 0 if args else 2
-    if args[0] == "--version":
-        print(f"snrun {__version__}")
-        return 0
+    front = _front(args, SnrunSettings.from_environ())
+    if isinstance(front, int):  # help, version, or a bad --cluster: done
+        return front
+    debug, cluster, named, args = front
     name = args[0] if args[0] in SUBCOMMANDS else "submit"
     rest = args[1:] if args[0] in SUBCOMMANDS else args
     prog = _prog(name)
     from slurm_supernode.cli.options import explicit_options
 
     try:
+        if cluster and (named or name not in _HERE_ONLY):  # the verb runs there
+            return _on_cluster(cluster, name, rest, debug)
         parser = build_parser(name)  # once: building the run verb's parser is not free
         own = _own_args(name, rest, parser)
         if "--debug" in rest[:own]:
