@@ -4,7 +4,7 @@ The arguments go there as they are (paths are the cluster's), with two exception
 files across: the script of `snrun`/`snrun sweep` (its folder is shipped, incrementally, and
 the job runs that copy), and the output files a verb writes (`bench report --html/--json/
 --prom`, `doctor --html`): written there, then copied here. `logs -f` reconnects after a
-dropped connection; `attach` gets a terminal when ours is one.
+dropped connection; `attach` and `top` get a terminal when ours is one.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     from slurm_supernode.api.remote import Transport
 
 LOCAL_ONLY = ("clusters", "remote", "agent", "supervise", "stacks")
+# verbs that talk with a terminal there (a shell, the live view) -> options that make them not
+LIVE: dict[str, tuple[str, ...]] = {"attach": ("--py-spy",), "top": ("--once",)}
 # verb (and its action) -> the options naming a file the verb writes
 OUTPUT_OPTIONS: dict[tuple[str, str], tuple[str, ...]] = {
     ("bench", "report"): ("--html", "--json", "--prom"),
@@ -38,9 +40,10 @@ def run_remote(cluster: str, verb: str, args: list[str]) -> int:
     outputs = _outputs(verb, args)
     if outputs:
         return _with_outputs(transport, verb, args, outputs)
-    tty = verb == "attach" and sys.stdin.isatty() and "--py-spy" not in args
     argv = args if verb == "submit" else [verb, *args]
-    return transport.stream(argv, tty=tty, interactive=verb == "attach")
+    live = verb in LIVE and not set(args) & set(LIVE[verb])
+    tty = live and sys.stdin.isatty() and sys.stdout.isatty()
+    return transport.stream(argv, tty=tty, interactive=live)
 
 
 def _ship_program(transport: Transport, args: list[str]) -> list[str]:
