@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from slurm_supernode.errors import InputError, JobError
 from slurm_supernode.launch.container_runtime import choose_runtime
 from slurm_supernode.site.containers import VENDOR_MOUNTS, parse_mount
+from slurm_supernode.site.imex import CHANNEL_DIR as IMEX_MOUNT
 from slurm_supernode.site.model import CONTAINER_RUNTIMES, Site
 
 if TYPE_CHECKING:
@@ -133,6 +134,8 @@ def resolve_container(
         own, pythonpath = [f"{snrun_package}:{lib / 'slurm_supernode'}:ro"], (str(lib),)
     mounts = _unique([*auto, *own, *settings.mounts, *user_mounts])
     vendor = VENDOR_MOUNTS.get(site.vendor, ()) if settings.vendor_mounts else ()
+    if site.imex_channels:  # the step's IMEX channel, wherever the node has the directory
+        vendor = (*vendor, IMEX_MOUNT)
     return ContainerSpec(
         runtime=runtime,
         image=image,

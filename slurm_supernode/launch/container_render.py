@@ -17,7 +17,7 @@ from __future__ import annotations
 import copy
 import os
 import shlex
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -141,7 +141,11 @@ def oci_mount_points(
 
 
 def oci_bundle_config(
-    image_config: Mapping[str, Any], spec: ContainerSpec, mounts: list[Mount], home: str | None
+    image_config: Mapping[str, Any],
+    spec: ContainerSpec,
+    mounts: list[Mount],
+    home: str | None,
+    devices: Sequence[tuple[str, int, int]] = (),
 ) -> dict[str, Any]:
     """The job's config.json for this node from the image's: the image's root, snrun's bind
     mounts added, the working directory set, no PID/network/UTS namespace.
@@ -191,8 +195,36 @@ def oci_bundle_config(
     ]
     linux.pop("uidMappings", None)
     linux.pop("gidMappings", None)
-    config["linux"] = linux
+    config["linux"] = oci_devices(linux, devices)
     return config
+
+
+def oci_devices(
+    linux: Mapping[str, Any], devices: Sequence[tuple[str, int, int]]
+) -> dict[str, Any]:
+    """``linux`` with character devices (path, major, minor) made inside the container and
+    allowed by its device rules: how an OCI bundle gets the step's IMEX channel (a bind mount of
+    the node would be denied by runc's default ``deny all`` device rule; NCCL then says "MNNVL
+    is available but not working")."""
+    out = dict(linux)
+    if not devices:
+        return out
+    listed = [
+        d for d in out.get("devices") or [] if d.get("path") not in {p for p, _, _ in devices}
+    ]
+    listed += [
+        {"path": p, "type": "c", "major": ma, "minor": mi, "fileMode": 0o666, "uid": 0, "gid": 0}
+        for p, ma, mi in devices
+    ]
+    resources = dict(out.get("resources") or {})
+    rules = list(resources.get("devices") or [])
+    rules += [
+        {"allow": True, "type": "c", "major": ma, "minor": mi, "access": "rwm"}
+        for _, ma, mi in devices
+    ]
+    resources["devices"] = rules
+    out["devices"], out["resources"] = listed, resources
+    return out
 
 
 def inner_argv(enter_path: str, python: str, torchrun_args: list[str]) -> list[str]:

@@ -374,6 +374,11 @@ def run_agent(
     attempt = job_env.attempt
     job_id = job_env.job_id or 0
     from slurm_supernode.forensics.logs import node_log_dir
+    from slurm_supernode.runtime.imex_agent import imex_gate
+
+    imex = imex_gate(job_dir, site, hosts, hostname, attempt, job_id)  # before rendezvous
+    if imex.exit_code is not None:
+        return imex.exit_code
 
     launch = plan_agent_launch(
         inputs,
@@ -389,7 +394,7 @@ def run_agent(
     if site.vendor == "ascend":
         _add_rank_table(launch, job_dir, site, rank_map, hostname, environ, job_id, attempt)
     # where a forked rank that raises records it at once (runtime/rank_entry.py)
-    launch.env.update({"SNRUN_JOB_DIR": str(job_dir), "SNRUN_NODE": hostname})
+    launch.env.update({"SNRUN_JOB_DIR": str(job_dir), "SNRUN_NODE": hostname} | imex.env)
     _record_launch(launch, job_dir, hostname, attempt)
     os.chdir(inputs.workdir or os.getcwd())
     log_dir = str(node_log_dir(job_dir, attempt, hostname))
@@ -403,6 +408,12 @@ def run_agent(
     ranks = parse_failures(done.tail) if failed else []
     if ranks:
         extra["ranks"] = ranks
+    if failed and site.imex_channels:  # NCCL saying this tray lacks its channel: cause imex
+        from slurm_supernode.runtime.imex_cause import nccl_imex_in_logs
+
+        nccl = nccl_imex_in_logs(done.tail, Path(log_dir))
+        if nccl:
+            extra |= {"imex_failed": True, "error": f"NCCL: {nccl}"}
     # a rank killed by a signal wrote nothing itself: recorded here, dated when it died; those
     # the agent saw die that torchrun's report leaves out too
     seen = unreported(done.deaths, ranks) if failed else []

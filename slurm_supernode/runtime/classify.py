@@ -24,6 +24,7 @@ class Cause(enum.Enum):
     CONTAINER = "container"  # the job's container did not start on any node: no restart
     CANCELLED = "cancelled"
     SUPERVISOR_LOST = "supervisor"  # the supervisor itself died (SIGKILL, OOM): no verdict
+    IMEX = "imex"  # a tray without its IMEX channel / domain / fabric clique (NVL72)
     CONFIG = "config"  # a configuration error (e.g. the HCCL rank table): a rerun repeats it
 
 
@@ -62,7 +63,13 @@ class ExitCode(enum.IntEnum):
     SIGNALLED = 143  # 128 + SIGTERM: Slurm ends or requeues the job
 
 
-FAILURES = (Cause.APP_ERROR, Cause.HANG, Cause.NODE_FAILURE, Cause.HEALTH)  # --max-restarts
+FAILURES = (
+    Cause.APP_ERROR,
+    Cause.HANG,
+    Cause.NODE_FAILURE,
+    Cause.HEALTH,
+    Cause.IMEX,
+)  # --max-restarts
 Budgets = Mapping[Cause, int]
 
 
@@ -88,6 +95,8 @@ class AttemptResult:
     # nodes stopped (another failed first) before their container started
     container_unstarted: Sequence[str] = ()
     failure_point: str | None = None  # runtime/failure_point.py: what failed, where
+    # nodes whose IMEX preflight failed or whose ranks' NCCL lacked the channel -> why
+    imex_failed: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -110,12 +119,9 @@ class Decision:
 
 def classify(result: AttemptResult) -> tuple[Cause, tuple[str, ...], str]:
     """(cause, nodes to blame, detail)."""
-    if result.health_failed:
-        bad = tuple(result.health_failed)
-        return Cause.HEALTH, bad, f"health check failed on {','.join(bad)}"
-    if result.config_errors:
-        node, error = next(iter(result.config_errors.items()))
-        return Cause.CONFIG, (), f"configuration error on {node}: {error}"
+    early = _before_training(result)
+    if early is not None:
+        return early
     if result.signal is StopSignal.USR2:
         return Cause.TIME_LIMIT, (), "time limit approaching (SIGUSR2): checkpoint and requeue"
     if result.signal is StopSignal.TERM:
@@ -154,6 +160,24 @@ def classify(result: AttemptResult) -> tuple[Cause, tuple[str, ...], str]:
     return Cause.APP_ERROR, (), f"step exited {result.step_exit}"
 
 
+def _before_training(result: AttemptResult) -> tuple[Cause, tuple[str, ...], str] | None:
+    """Failures found before or instead of the training itself: a node's pre-flight health,
+    its IMEX preflight (or its ranks' NCCL lacking the channel), a configuration error."""
+    if result.health_failed:
+        bad = tuple(result.health_failed)
+        return Cause.HEALTH, bad, f"health check failed on {','.join(bad)}"
+    imex = result.imex_failed  # preflight failures; ranks' NCCL without the channel (agent)
+    if imex and result.signal is None:
+        from slurm_supernode.runtime.imex_cause import imex_blame
+
+        blame, detail = imex_blame(imex, result.hosts)
+        return Cause.IMEX, blame, detail
+    if result.config_errors:
+        node, error = next(iter(result.config_errors.items()))
+        return Cause.CONFIG, (), f"configuration error on {node}: {error}"
+    return None
+
+
 def _container_cause(result: AttemptResult) -> tuple[Cause, tuple[str, ...], str] | None:
     """A container that did not start: on every node the image is the cause (a restart
     repeats it); on some nodes only, while it started on others, those nodes (image cache,
@@ -179,6 +203,7 @@ _ON_FAILURE = {
     Cause.HANG: Action.RESTART,
     Cause.NODE_FAILURE: Action.REQUEUE,
     Cause.HEALTH: Action.REQUEUE,
+    Cause.IMEX: Action.REQUEUE,
     Cause.TIME_LIMIT: Action.REQUEUE,
     Cause.PREEMPTION: Action.STOP,
     Cause.CONTAINER: Action.STOP,

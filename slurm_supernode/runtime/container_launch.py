@@ -22,6 +22,9 @@ from slurm_supernode.launch.container_render import (
     passed_env,
     pyxis_options,
 )
+from slurm_supernode.runtime.imex_probe import channel_devices as step_channel_devices
+from slurm_supernode.site.containers import Mount
+from slurm_supernode.site.imex import CHANNEL_DIR
 from slurm_supernode.slurm.steps import node_step_command
 
 CONTAINER_DIR = "container"  # in the job directory: enter scripts and OCI bundles
@@ -43,6 +46,7 @@ def plan_container_launch(
     image_config: Mapping[str, Any] | None = None,
     home: str | None = None,
     exists: Callable[[str], bool] = os.path.exists,
+    channel_devices: Callable[[], list[tuple[str, int, int]]] = step_channel_devices,
 ) -> ContainerLaunch:
     """``torchrun_argv`` is the bare-metal one (``PYTHON -m torch.distributed.run ...``): its
     python is replaced by the image's. ``names``: variables to pass besides snrun's own (the
@@ -65,7 +69,8 @@ def plan_container_launch(
         argv = node_step_command(job_id, hostname, pyxis_options(spec, mounts), inner)
         return ContainerLaunch(argv, True, files, inside, shown, started)
     if spec.runtime == "oci":
-        config = oci_bundle_config(image_config or {}, spec, mounts, home)
+        mounts, devices = oci_imex_devices(mounts, channel_devices)
+        config = oci_bundle_config(image_config or {}, spec, mounts, home, devices)
         files[f"{base}/config.json"] = json.dumps(config, indent=2) + "\n"
         argv = node_step_command(job_id, hostname, [f"--container={base}"], inner)
         points = oci_mount_points(image_config or {}, spec, mounts, home)
@@ -73,6 +78,16 @@ def plan_container_launch(
         return ContainerLaunch(argv, True, files, (*rootfs, *inside), shown, started, points)
     argv = [*apptainer_prefix(spec, mounts, vendor), *inner]
     return ContainerLaunch(argv, False, files, inside, shown, started)
+
+
+def oci_imex_devices(
+    mounts: list[Mount], devices: Callable[[], list[tuple[str, int, int]]]
+) -> tuple[list[Mount], list[tuple[str, int, int]]]:
+    """OCI takes the IMEX channel as a device of its bundle, not as the directory's bind mount:
+    (the other mounts, the channel devices this step has)."""
+    if not any(m.source == CHANNEL_DIR for m in mounts):
+        return mounts, []
+    return [m for m in mounts if m.source != CHANNEL_DIR], devices()
 
 
 def write_launch_files(plan: ContainerLaunch) -> None:

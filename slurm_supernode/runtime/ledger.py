@@ -110,6 +110,8 @@ class Attempt:
     rank_points: dict[str, str] = field(default_factory=dict)  # node -> where that rank failed
     # nodes whose container did not start -> why (the runtime's last words)
     container_failed: dict[str, str] = field(default_factory=dict)
+    # nodes whose IMEX preflight failed, or whose ranks' NCCL said the channel is missing -> why
+    imex_failed: dict[str, str] = field(default_factory=dict)
     # nodes stopped (another failed first) before their container started
     container_unstarted: list[str] = field(default_factory=list)
     cause: str | None = None
@@ -154,6 +156,8 @@ def fold(records: list[dict[str, Any]] | Iterator[dict[str, Any]]) -> Chain:
                 a.config_errors[node] = str(rec.get("error") or "configuration error")
             if rec.get("container_failed"):
                 a.container_failed[node] = str(rec.get("error") or "")
+            if rec.get("imex_failed"):
+                a.imex_failed[node] = str(rec.get("error") or "IMEX")
             if rec.get("container_unstarted"):
                 a.container_unstarted.append(node)
         elif ev == "rank_failed":

@@ -312,6 +312,7 @@ class Supervisor:
         last = self._chain().attempts[-1]
         return AttemptResult(
             container_failed=dict(last.container_failed),
+            imex_failed=dict(last.imex_failed),
             container_unstarted=tuple(last.container_unstarted),
             step_exit=rc,
             node_exits=last.node_exits,

@@ -26,6 +26,8 @@ from slurm_supernode.site.model import ImexSettings
 if TYPE_CHECKING:
     import yaml
 
+# where the driver (or Slurm's switch/nvidia_imex, per step) puts the channel device nodes
+CHANNEL_DIR = "/dev/nvidia-caps-imex-channels"
 IMEX_KEYS = (
     "enabled",
     "per_segment",

@@ -21,7 +21,9 @@ LINK_LEVELS = ("node", "supernode", "inter")
 # by PCIe). The planner prices groups that cross an island with it; absent, with `supernode`.
 CROSS_ISLAND = "cross_island"
 # Failure classes with a restart budget (site `restarts:`; snrun --max-restarts sets the first four)
-RESTART_CAUSES = ("app_error", "hang", "node_failure", "health", "time_limit", "preemption")
+RESTART_CAUSES = (
+    "app_error", "hang", "node_failure", "health", "imex", "time_limit", "preemption",
+)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
