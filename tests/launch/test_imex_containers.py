@@ -11,6 +11,16 @@ from slurm_supernode.launch.container import ContainerSpec
 from slurm_supernode.runtime.container_launch import plan_container_launch
 from slurm_supernode.site.imex import CHANNEL_DIR
 
+# the image's own rules: runc's default spec denies every device
+IMAGE_CONFIG = {
+    "root": {"path": "rootfs"},
+    "linux": {"resources": {"devices": [{"allow": False, "access": "rwm"}]}},
+}
+# the image's own rules: runc's default spec denies every device
+IMAGE_CONFIG = {
+    "root": {"path": "rootfs"},
+    "linux": {"resources": {"devices": [{"allow": False, "access": "rwm"}]}},
+}
 DEVICES = [(f"{CHANNEL_DIR}/channel3", 511, 3)]
 
 
@@ -37,10 +47,7 @@ def launch(runtime: str, tmp_path: Path, has_channel: bool = True):
         attempt=0,
         job_id=5,
         vendor="nvidia",
-        image_config={
-            "root": {"path": "rootfs"},
-            "linux": {"resources": {"devices": [{"allow": False, "access": "rwm"}]}},
-        },  # fmt: skip
+        image_config=IMAGE_CONFIG,
         exists=lambda p: has_channel and p == CHANNEL_DIR,
         channel_devices=lambda: DEVICES if has_channel else [],
     )
