@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from slurm_supernode.bench.model import GroupResult
 from slurm_supernode.doctor.model import SKIP, DoctorFacts, Finding
-from slurm_supernode.doctor.noise import Noise, split_by_noise
+from slurm_supernode.doctor.noise import Noise, RunNoise, run_noise, split_by_noise
 from slurm_supernode.doctor.verdicts import (
     group_hosts,
     hosts_text,
@@ -23,7 +23,14 @@ from slurm_supernode.site.model import DoctorSettings, Site
 
 
 def _scope_findings(
-    step: str, scope: str, groups: list[GroupResult], host_of, cfg, what: str, label_of=None
+    step: str,
+    scope: str,
+    groups: list[GroupResult],
+    host_of,
+    cfg,
+    what: str,
+    label_of=None,
+    noisy: RunNoise | None = None,
 ) -> tuple[list[Finding], list[GroupResult]]:
     """Wrong results and slow groups of one scope, plus one summary line. ``label_of`` names
     a group in the warnings (default: its hosts)."""
@@ -43,7 +50,7 @@ def _scope_findings(
                     next="NCCL_DEBUG=INFO; snrun health --allreduce on these nodes",
                 )
             )
-    noise = split_by_noise(groups, slow_groups(groups, cfg.slow_pct), cfg.slow_pct)
+    noise = split_by_noise(groups, slow_groups(groups, cfg.slow_pct), cfg.slow_pct, noisy)
     slow = list(noise.beyond)
     busbw = [g.busbw for g in groups]
     summary = (
@@ -108,7 +115,8 @@ def intra_step(site: Site, facts: DoctorFacts, cfg: DoctorSettings) -> list[Find
             )
         ]
     host_of = {r.rank: r.host for r in facts.ranks}
-    out, slow = _scope_findings("intra", "node", groups, host_of, cfg, "nodes")
+    noisy = run_noise(facts.bench.group_results if facts.bench else ())
+    out, slow = _scope_findings("intra", "node", groups, host_of, cfg, "nodes", noisy=noisy)
     for g in slow:
         host = group_hosts(g.ranks, host_of)[0]
         out.append(
@@ -128,7 +136,11 @@ def intra_step(site: Site, facts: DoctorFacts, cfg: DoctorSettings) -> list[Find
 
 
 def bisect_pairs(
-    plain: Sequence[GroupResult], shifted: Sequence[GroupResult], host_of, slow_pct: float
+    plain: Sequence[GroupResult],
+    shifted: Sequence[GroupResult],
+    host_of,
+    slow_pct: float,
+    noisy: RunNoise | None = None,
 ) -> tuple[list[str], list[tuple[str, ...]]]:
     """(nodes slow in both pairings, slow pairs explained by no such node).
 
@@ -136,7 +148,8 @@ def bisect_pairs(
     are slow in both is at fault; a pair slow with no such node points at the link (or at a
     node the other pairing could not test, e.g. a super node of two nodes)."""
     both = [*plain, *shifted]  # one median for both pairings, as the findings show it
-    sure = {id(g) for g in split_by_noise(both, slow_groups(both, slow_pct), slow_pct).beyond}
+    split = split_by_noise(both, slow_groups(both, slow_pct), slow_pct, noisy)
+    sure = {id(g) for g in split.beyond}
     slow_a = [group_hosts(g.ranks, host_of) for g in plain if id(g) in sure]
     slow_b = [group_hosts(g.ranks, host_of) for g in shifted if id(g) in sure]
     in_a = {h for pair in slow_a for h in pair}
@@ -150,7 +163,8 @@ def cross_step(site: Site, facts: DoctorFacts, cfg: DoctorSettings) -> list[Find
     results = facts.bench.group_results if facts.bench else ()
     host_of = {r.rank: r.host for r in facts.ranks}
     plain, shifted = largest(results, "pairs"), largest(results, "pairs_shift")
-    out = _pair_findings(plain, shifted, host_of, cfg)
+    noisy = run_noise(results)
+    out = _pair_findings(plain, shifted, host_of, cfg, noisy)
     for scope, what in (("supernode", "super nodes"), ("inter", "cross-super-node groups")):
         groups = largest(results, scope)
         if not groups:
@@ -159,7 +173,7 @@ def cross_step(site: Site, facts: DoctorFacts, cfg: DoctorSettings) -> list[Find
                 reason = "super nodes unknown or of one node"
             out.append(Finding("cross", scope, SKIP, f"{reason}: nothing to measure"))
             continue
-        out += _group_findings(scope, what, groups, facts, host_of, cfg)
+        out += _group_findings(scope, what, groups, facts, host_of, cfg, noisy)
     return out
 
 
@@ -168,12 +182,14 @@ def _pair_findings(
     shifted: list[GroupResult],
     host_of: dict[int, str],
     cfg: DoctorSettings,
+    noisy: RunNoise | None = None,
 ) -> list[Finding]:
     """Node pairs in two pairings: a node slow in both is named, else the pair."""
     if not plain:
         return [Finding("cross", "pairs", SKIP, "one node per super node: no node pairs")]
-    out, _ = _scope_findings("cross", "pairs", plain + shifted, host_of, cfg, "node pairs")
-    culprits, pairs = bisect_pairs(plain, shifted, host_of, cfg.slow_pct)
+    out, _ = _scope_findings("cross", "pairs", plain + shifted, host_of, cfg, "node pairs",
+                             noisy=noisy)  # fmt: skip
+    culprits, pairs = bisect_pairs(plain, shifted, host_of, cfg.slow_pct, noisy)
     med = statistics.median(g.busbw for g in plain + shifted)
     for host in culprits:
         figures = ", ".join(
@@ -216,6 +232,7 @@ def _group_findings(
     facts: DoctorFacts,
     host_of: dict[int, str],
     cfg: DoctorSettings,
+    noisy: RunNoise | None = None,
 ) -> list[Finding]:
     """Super nodes or cross-super-node groups against their peers. Groups of other ranks on
     the same hosts (several ranks per node) that read the same are one line."""
@@ -226,7 +243,7 @@ def _group_findings(
             return ",".join(sorted({str(sn_of.get(r)) for r in g.ranks}))
         return hosts_text(group_hosts(g.ranks, host_of))
 
-    out, slow = _scope_findings("cross", scope, groups, host_of, cfg, what, label_of)
+    out, slow = _scope_findings("cross", scope, groups, host_of, cfg, what, label_of, noisy)
     said: set[tuple[str, str]] = set()
     for g in slow:
         label = label_of(g)
