@@ -65,11 +65,19 @@ def test_doctor_job_names_the_injected_slow_node_and_reports_no_gpus(site_file, 
         env={"SNRUN_DOCTOR_SLOW_NODE": "n5:0.15"},
     )
     out = proc.stdout
-    assert proc.returncode == 2, out + proc.stderr
-    assert out.startswith("SNRUN DOCTOR FAIL - site local, job ")
+    # On a machine so busy that a typical group's figures move by over half between repeats
+    # the doctor judges nothing (docs/doctor.md, "Too noisy to judge"): n5 is then named in a
+    # warning that says why, and no other node is failed instead.
+    noisy = "too noisy to judge" in out
+    assert proc.returncode == (1 if noisy else 2), out + proc.stderr
+    assert out.startswith(f"SNRUN DOCTOR {'WARN' if noisy else 'FAIL'} - site local, job ")
     assert "8 node(s)" in out.splitlines()[0]
-    # step 3 bisection: n5 is the node, not a pair or a super node only
-    assert "slow-node       n5 is slow in both pairings" in out, out
+    if noisy:
+        warned = [ln for ln in out.splitlines() if ln.lstrip().startswith("warn")]
+        assert any(ln.split()[2:3] == ["n5:"] and "too noisy to judge" in ln for ln in warned)
+        assert not any(ln.lstrip().startswith("fail") for ln in out.splitlines()), out
+    else:  # step 3 bisection: n5 is the node, not a pair or a super node only
+        assert "slow-node       n5 is slow in both pairings" in out, out
     # super node sn1 (holding n5) below sn0, judged against sn0 rather than the mean of both;
     # a failure when steady over the repeats, a warning when the load blurs it, sn1 either way
     sn_lines = [line for line in out.splitlines() if line.split()[1:2] == ["supernode"]]
@@ -84,9 +92,9 @@ def test_doctor_job_names_the_injected_slow_node_and_reports_no_gpus(site_file, 
     assert f"{tmp_path}/ckpt: write" in out and f"{tmp_path}/jobs/" in out
     (job_dir,) = (tmp_path / "jobs").glob("snrun-doctor*")
     page = (job_dir / "doctor.html").read_text()
-    assert "n5 is slow in both pairings" in page
+    assert ("too noisy to judge" if noisy else "n5 is slow in both pairings") in page
     report = json.loads((job_dir / "doctor.json").read_text())
-    assert report["verdict"] == "fail" and len(report["hosts"]) == 8
+    assert report["verdict"] == ("warn" if noisy else "fail") and len(report["hosts"]) == 8
     with open_store(tmp_path / "r.sqlite") as store:
         (run,) = store.runs()
         scopes = {r.scope for r in store.results(run_id=run.run_id)}
