@@ -130,6 +130,21 @@ def _snrun_arguments(j: argparse._ArgumentGroup) -> None:
         help="run the live files in every attempt, not the copy taken at submission",
     )
     j.add_argument("--jobs-dir", help="where job directories go (default: the site's)")
+    j.add_argument(
+        "--on-slow-node",
+        choices=("warn", "requeue"),
+        help="a node persistently slower than its peers while the job runs: name it in "
+        "`snrun status` (warn, the default), or also requeue the job without it (requeue)",
+    )
+    j.add_argument(
+        "--tokens-per-step", type=positive, metavar="N", help="tokens one optimizer step processes"
+    )
+    j.add_argument(
+        "--samples-per-step",
+        type=positive,
+        metavar="N",
+        help="samples one optimizer step processes",
+    )
     j.add_argument("--dry-run", action="store_true", help="print script and plan; submit nothing")
     j.add_argument("--parsable", action="store_true", help="print the job id only")
     j.add_argument(
@@ -308,6 +323,9 @@ LAUNCHER_OPTIONS = (
     "--template-block",
     "--env-profile",
     "--jobs-dir",
+    "--on-slow-node",
+    "--tokens-per-step",
+    "--samples-per-step",
     "--allow-partial",
     "--sbatch",
     "--supernodes",
@@ -438,6 +456,9 @@ def spec_from_args(ns: argparse.Namespace) -> JobSpec:
         snapshot=ns.snapshot,
         **_container_fields(ns),
         jobs_dir=ns.jobs_dir,
+        on_slow_node=ns.on_slow_node,
+        tokens_per_step=ns.tokens_per_step,
+        samples_per_step=ns.samples_per_step,
     )
 
 

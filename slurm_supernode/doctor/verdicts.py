@@ -4,11 +4,12 @@ message size that reaches the link) and the next check after a failed health che
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Iterable, Sequence
 
 from slurm_supernode.bench.model import GroupResult
 from slurm_supernode.hostlist import fold
+from slurm_supernode.observe.peers import below_peers as below_peers
+from slurm_supernode.observe.peers import peers_median as peers_median
 
 NEXT_HEALTH = {
     "devices": "check the device files and gres.conf; nvidia-smi / npu-smi on the node",
@@ -34,21 +35,6 @@ def group_hosts(ranks: Sequence[int], host_of: dict[int, str]) -> tuple[str, ...
         if h not in seen:
             seen.append(h)
     return tuple(seen)
-
-
-def peers_median(values: Sequence[float], index: int) -> float:
-    """The median of the values other than ``values[index]``: what one measured thing is
-    judged against. Not the median of all: of two super nodes that is their mean, which halves
-    the gap of the slow one (a super node at 55% of the other read as 30% below it)."""
-    others = [v for i, v in enumerate(values) if i != index]
-    return statistics.median(others) if others else values[index]
-
-
-def below_peers(values: Sequence[float], slow_pct: float) -> list[int]:
-    """Indices of the values more than ``slow_pct`` % below the median of their peers."""
-    if len(values) < 2:
-        return []
-    return [i for i, v in enumerate(values) if v < peers_median(values, i) * (1 - slow_pct / 100)]
 
 
 def slow_groups(groups: Sequence[GroupResult], slow_pct: float) -> list[GroupResult]:

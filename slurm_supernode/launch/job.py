@@ -25,6 +25,7 @@ from slurm_supernode.launch.inputs import FILE as INPUTS_FILE
 from slurm_supernode.launch.inputs import JobInputs
 from slurm_supernode.launch.jobdir import job_dir_name, link_job_id
 from slurm_supernode.launch.jobspec import JobSpec
+from slurm_supernode.launch.observe_options import check_observe_env, observe_env
 from slurm_supernode.launch.render import render_sbatch
 from slurm_supernode.launch.request import ClusterFacts, SbatchRequest, plan_request
 from slurm_supernode.launch.snapshot import (
@@ -106,6 +107,8 @@ def plan_job(
     request = plan_request(spec, site, facts, output=str(logs / "slurm-%j.out"))
     _check_nproc(spec.nproc_per_node, site)
     site_env, user_env = merge_env(site, spec.env, spec.profiles)
+    user_env |= observe_env(spec.on_slow_node, spec.tokens_per_step, spec.samples_per_step)
+    check_observe_env({**site_env, **user_env})
     workdir = spec.workdir or os.getcwd()
     python = spec.launcher_python or sys.executable
     merged_env = {**site_env, **user_env}

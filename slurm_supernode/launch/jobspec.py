@@ -67,6 +67,11 @@ class JobSpec:
     container_mount_home: bool | None = None
     # --jobs-dir: where the job directory goes (None: $SNRUN_JOBS_DIR, the site's, ~/.snrun/jobs)
     jobs_dir: str | None = None
+    # watching the job (docs/observe.md): "warn" or "requeue" a node found slow (None: warn),
+    # tokens / samples one optimizer step processes (None: unknown unless the script says)
+    on_slow_node: str | None = None
+    tokens_per_step: int | None = None
+    samples_per_step: int | None = None
 
     def container_request(self) -> ContainerRequest | None:
         """The --container-* options as one request; None without an image (the other

@@ -38,6 +38,9 @@ class NodeSample:
     nic_rx_bytes: dict[str, int] = field(default_factory=dict)
     nic_tx_bytes: dict[str, int] = field(default_factory=dict)
     kind: str = "node"
+    # what this node cannot measure now, and why ({"devices": "NVML: no module pynvml"}):
+    # optional, added after the first format (readers of older files see {})
+    missing: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,13 @@ class StepRecord:
     tokens: int | None = None
     samples: int | None = None
     loss: float | None = None
+    # optional, added after the first format: seconds of the step the rank's main thread was
+    # on a CPU (not waiting in a collective or asleep): what the slow-node judge compares
+    busy_s: float | None = None
+    # optional, added after the first format: when the newest checkpoint was written (epoch
+    # seconds; $SNRUN_CHECKPOINT_DIR's newest file, or the script's progress.report), on the
+    # last record of each batch that local rank 0 writes
+    checkpoint_t: float | None = None
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ class Cause(enum.Enum):
     SUPERVISOR_LOST = "supervisor"  # the supervisor itself died (SIGKILL, OOM): no verdict
     IMEX = "imex"  # a tray without its IMEX channel / domain / fabric clique (NVL72)
     CONFIG = "config"  # a configuration error (e.g. the HCCL rank table): a rerun repeats it
+    SLOW = "slow"  # --on-slow-node requeue: a node slower than its peers ended the attempt
 
 
 class Action(enum.Enum):
@@ -97,6 +98,8 @@ class AttemptResult:
     failure_point: str | None = None  # runtime/failure_point.py: what failed, where
     # nodes whose IMEX preflight failed or whose ranks' NCCL lacked the channel -> why
     imex_failed: Mapping[str, str] = field(default_factory=dict)
+    # nodes the slow-node judge named, for which the attempt was ended (--on-slow-node requeue)
+    slow_nodes: Sequence[str] = ()
 
 
 @dataclass(frozen=True)
@@ -136,7 +139,7 @@ def classify(result: AttemptResult) -> tuple[Cause, tuple[str, ...], str]:
         return Cause.SUCCESS, (), "all nodes exited 0"
     missing = tuple(h for h in result.hosts if h not in result.node_exits)
     bad = tuple(dict.fromkeys([*result.bad_nodes, *missing]))
-    container = _container_cause(result)
+    container = _container_cause(result) or _slow_cause(result)
     if container is not None:
         return container
     if result.hung:
@@ -178,6 +181,14 @@ def _before_training(result: AttemptResult) -> tuple[Cause, tuple[str, ...], str
     return None
 
 
+def _slow_cause(result: AttemptResult) -> tuple[Cause, tuple[str, ...], str] | None:
+    """The attempt ended for a slow node (--on-slow-node requeue): requeue without it."""
+    if not result.slow_nodes or result.bad_nodes:
+        return None
+    slow = tuple(result.slow_nodes)
+    return Cause.SLOW, slow, f"slow node(s) {','.join(slow)}: requeued without them"
+
+
 def _container_cause(result: AttemptResult) -> tuple[Cause, tuple[str, ...], str] | None:
     """A container that did not start: on every node the image is the cause (a restart
     repeats it); on some nodes only, while it started on others, those nodes (image cache,
@@ -208,6 +219,7 @@ _ON_FAILURE = {
     Cause.PREEMPTION: Action.STOP,
     Cause.CONTAINER: Action.STOP,
     Cause.CANCELLED: Action.STOP,
+    Cause.SLOW: Action.REQUEUE,
 }
 
 
@@ -251,6 +263,7 @@ def default_budgets(
     """Per-cause budgets: 3 for failures, 50 for time limits and preemptions; then the site's
     `restarts:` defaults (keyed by cause name); then --max-restarts for every failure class."""
     budgets = {cause: 3 for cause in FAILURES} | {Cause.TIME_LIMIT: 50, Cause.PREEMPTION: 50}
+    budgets[Cause.SLOW] = 3
     budgets.update({Cause(name): n for name, n in (site or {}).items()})
     if max_restarts is not None:
         budgets.update({cause: max_restarts for cause in FAILURES})

@@ -63,6 +63,7 @@ def main() -> None:
     _mark(rank_mark, _ranks_text())
     # as `python SCRIPT` does: the script's folder first on sys.path (its sibling modules)
     sys.path.insert(0, os.path.dirname(os.path.abspath(sys.argv[0])))
+    _observe_steps()
     try:
         runpy.run_path(sys.argv[0], run_name="__main__")
     except SystemExit as exc:  # the script's own exit code: no traceback to print
@@ -78,7 +79,20 @@ def main() -> None:
         _mark(failed_mark)
         record(exc)
         raise
+    finally:
+        _observe_steps(finish=True)
     _mark(exit_mark)
+
+
+def _observe_steps(finish: bool = False) -> None:
+    """Step records of this rank (``runtime/step_hook``): the hook before the script, the last
+    batch written after it. Never in the script's way: snrun may not be importable here."""
+    try:
+        from slurm_supernode.runtime import step_hook
+
+        step_hook.finish() if finish else step_hook.install()
+    except Exception:
+        pass
 
 
 def _ranks_text() -> str:

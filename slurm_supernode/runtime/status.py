@@ -11,6 +11,7 @@ from typing import Any
 
 from slurm_supernode.forensics.report import attempt_evidence, evidence_lines
 from slurm_supernode.runtime import ledger
+from slurm_supernode.runtime.slow_status import slow_lines, with_slow_marks
 from slurm_supernode.runtime.torchrun_report import describe, earliest_first
 from slurm_supernode.slurm.jobinfo import JobInfo
 
@@ -54,7 +55,10 @@ def chain_summary(job_dir: Path, record: JobRecord | None = None) -> dict[str, A
         "state": state,
         "reason": final.get("reason") if final else None,
         "never_starts": bool(final and final.get("never_starts")),
-        "attempts": [_with_first(attempt_evidence(job_dir, asdict(a))) for a in chain.attempts],
+        "attempts": [
+            with_slow_marks(job_dir, _with_first(attempt_evidence(job_dir, asdict(a))))
+            for a in chain.attempts
+        ],
     }
 
 
@@ -88,7 +92,7 @@ def format_chain(summary: dict[str, Any]) -> str:
             f"{a['attempt']:>3} {a['job_id'] or '-':>7} {start or '-':<19} {secs:>6} {code:>4} "
             f"{a['cause'] or '(running)':<13} {a['action'] or '-':<9} {detail}"
         )
-        lines += evidence_lines(a)
+        lines += evidence_lines(a) + slow_lines(a)
     return "\n".join(lines)
 
 

@@ -45,6 +45,7 @@ from slurm_supernode.runtime.classify import (
 )
 from slurm_supernode.runtime.failure_point import failure_point
 from slurm_supernode.runtime.release import Preference, preferred_supernode, spawn_releaser
+from slurm_supernode.runtime.slow_watch import SlowWatch
 from slurm_supernode.slurm.steps import run_step, start_step, step_command
 
 HEARTBEAT = "heartbeat"
@@ -184,6 +185,7 @@ class Supervisor:
         self.signal: StopSignal | None = None
         self._ended_early = False  # the attempt's end is in the ledger before its step ended
         self._step: subprocess.Popen[bytes] | None = None  # the running srun step
+        self._slow: SlowWatch | None = None  # the attempt's slow-node watch
 
     # ----- the loop ---------------------------------------------------------------------------
 
@@ -276,12 +278,22 @@ class Supervisor:
         activity, looked = started, 0.0
         looked_for_cancel = False
         failures = _FailureWatch(cfg.job_dir, attempt)
+        self._slow = slow = SlowWatch.for_attempt(
+            cfg.job_dir, attempt, cfg.job_id, cfg.site_file, hosts, cfg.environ
+        )
         while proc.poll() is None:
             time.sleep(cfg.poll)
+            if not failed_first and self.signal is None and not hung and slow.look():
+                stop_at = time.time()  # a slow node: every agent stops (runtime/slow_watch)
             if self.signal is StopSignal.TERM and not looked_for_cancel:
                 looked_for_cancel = True
                 self._ended_early = self._record_cancel(attempt)
-            if cfg.fail_fast and not failed_first and self.signal is None and not hung:
+            if (
+                cfg.fail_fast
+                and not failed_first
+                and self.signal is None
+                and not (hung or slow.nodes)
+            ):
                 failed_first = failures()
                 if failed_first:  # fail fast: no healthy node waits in torchrun's exit barrier
                     stop_at = self._request_stop(attempt, failed_first)
@@ -289,7 +301,7 @@ class Supervisor:
             if stop_at is not None and time.time() - stop_at > cfg.stop_grace:
                 stop_at = None  # the agents did not end the step: end it from outside
                 proc.send_signal(signal.SIGTERM)
-            if hang_timeout > 0 and not hung and not failed_first:
+            if hang_timeout > 0 and not hung and not failed_first and not slow.nodes:
                 marker, mtime = self._progress()
                 fresh = mtime is not None and mtime > started
                 if fresh and (marker or "").startswith("done"):
@@ -326,6 +338,7 @@ class Supervisor:
             config_errors=last.config_errors,
             rank_errors=last.rank_errors,
             failure_point=failure_point(last),
+            slow_nodes=self._slow.nodes if self._slow else (),
         )
 
     def act(self, d: Decision) -> ExitCode | None:

@@ -19,6 +19,7 @@ from slurm_supernode.site.model import (
     DoctorSettings,
     EnvProfile,
     LinkLevel,
+    ObserveSettings,
     PathSettings,
     SlurmSettings,
 )
@@ -43,6 +44,15 @@ PATH_KEYS = ("jobs_dir", "results_db", "state_dir", "prometheus_textfile_dir")
 DOCTOR_NUMBERS = ("bandwidth_warn", "bandwidth_fail", "slow_pct", "min_tflops", "min_write_mbps",
                   "min_read_mbps", "min_free_gb")  # fmt: skip
 DOCTOR_KEYS = (*DOCTOR_NUMBERS, "size", "checkpoint_dir", "storage_mb")
+# observe: key -> (lowest allowed value, must be above it rather than at least it, integer)
+OBSERVE_KEYS = {
+    "sample_period": (0.0, True, False),
+    "samples_mb": (0.0, True, False),
+    "slow_pct": (0.0, True, False),
+    "slow_windows": (1, False, True),
+    "profile_after": (1, False, True),
+    "profile_steps": (0, False, True),
+}
 # NodeName attributes snrun writes itself (from node_defaults / super nodes).
 RESERVED_NODE_OPTIONS = ("NodeName", "Features", "Gres", "CPUs", "RealMemory", "Port")
 
@@ -297,6 +307,23 @@ class SettingsBuilder(NodeReader):
         if fail > warn:
             self.err(node, f"doctor.bandwidth_fail ({fail:g}) is above bandwidth_warn ({warn:g})")
         return DoctorSettings(**kw)
+
+    def _observe(self, node: yaml.Node) -> ObserveSettings:
+        """``observe:``: positive periods and sizes, whole numbers of windows and steps."""
+        m = self.mapping(node, "observe", tuple(OBSERVE_KEYS)) or {}
+        kw: dict[str, Any] = {}
+        for key, (_, vnode) in m.items():
+            low, strict, whole = OBSERVE_KEYS[key]
+            what = f"observe.{key}"
+            if whole:
+                v: float | None = self.integer(vnode, what, int(low))
+            elif strict:
+                v = self.number(vnode, what, above=low)
+            else:
+                v = self.number(vnode, what, minimum=low)
+            if v is not None:
+                kw[key] = v
+        return ObserveSettings(**kw)
 
     def _paths(self, node: yaml.Node) -> PathSettings:
         m = self.mapping(node, "paths", PATH_KEYS) or {}

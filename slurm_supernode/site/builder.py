@@ -13,6 +13,7 @@ from slurm_supernode.site.model import (
     ContainerSettings,
     DoctorSettings,
     ImexSettings,
+    ObserveSettings,
     PathSettings,
     Site,
     SlurmSettings,
@@ -36,6 +37,7 @@ TOP_KEYS = (
     "imex_channels",
     "restarts",
     "containers",
+    "observe",
 )
 
 
@@ -71,6 +73,7 @@ class SiteBuilder(SupernodeBuilder, SettingsBuilder):
 
             imex, imex_settings = parse_imex(self, top["imex_channels"][1])
         restarts = self._restarts(top["restarts"][1]) if "restarts" in top else ()
+        observe = self._observe(top["observe"][1]) if "observe" in top else ObserveSettings()
         containers = ContainerSettings()
         if "containers" in top:  # the container modules load only for a site that has some
             from slurm_supernode.site.containers import parse_containers
@@ -92,6 +95,7 @@ class SiteBuilder(SupernodeBuilder, SettingsBuilder):
             imex=imex_settings,
             restarts=restarts,
             containers=containers,
+            observe=observe,
             source=self.file,
         )
 

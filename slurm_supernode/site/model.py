@@ -22,7 +22,7 @@ LINK_LEVELS = ("node", "supernode", "inter")
 CROSS_ISLAND = "cross_island"
 # Failure classes with a restart budget (site `restarts:`; snrun --max-restarts sets the first four)
 RESTART_CAUSES = (
-    "app_error", "hang", "node_failure", "health", "imex", "time_limit", "preemption",
+    "app_error", "hang", "node_failure", "health", "imex", "time_limit", "preemption", "slow",
 )  # fmt: skip
 
 
@@ -190,6 +190,18 @@ class PathSettings:
     prometheus_textfile_dir: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class ObserveSettings:
+    """``observe:``: how a running job is watched (docs/observe.md)."""
+
+    sample_period: float = 10.0  # seconds between the agent's node and device samples
+    samples_mb: float = 64.0  # most MB of samples one node writes per attempt (then it stops)
+    slow_pct: float = 20.0  # a node whose step time is this % above its peers' median: slow
+    slow_windows: int = 3  # ... in this many consecutive judge windows (5 s each) in a row
+    profile_after: int = 50  # the optimizer step after which every rank is profiled once
+    profile_steps: int = 3  # steps in that profiler window (0: no profiling)
+
+
 # Container runtimes snrun renders for (docs/containers.md); "none": the site has none.
 CONTAINER_RUNTIMES = ("pyxis", "oci", "apptainer")
 RUNTIME_CHOICES = (*CONTAINER_RUNTIMES, "auto", "none")  # what containers.runtime may say
@@ -248,6 +260,7 @@ class Site:
     imex: ImexSettings = ImexSettings()  # how (imex_channels as a mapping; site/imex.py)
     restarts: tuple[tuple[str, int], ...] = ()  # (cause, budget): the site's defaults
     containers: ContainerSettings = ContainerSettings()
+    observe: ObserveSettings = ObserveSettings()
     source: str | None = None  # file it was loaded from
     _by_host: dict[str, Node] = field(init=False, repr=False, compare=False)
     _by_sn: dict[str, SuperNode] = field(init=False, repr=False, compare=False)

@@ -74,7 +74,7 @@ def test_signals_and_hang() -> None:
 def test_budgets_defaults_then_site_then_max_restarts():
     assert default_budgets() == {
         C.APP_ERROR: 3, C.HANG: 3, C.NODE_FAILURE: 3, C.HEALTH: 3, C.IMEX: 3,
-        C.TIME_LIMIT: 50, C.PREEMPTION: 50,
+        C.TIME_LIMIT: 50, C.PREEMPTION: 50, C.SLOW: 3,
     }  # fmt: skip
     site = {"app_error": 1, "node_failure": 6, "time_limit": 9}
     merged = default_budgets(None, site)
