@@ -37,12 +37,14 @@ def preferred_supernode(
     site: Site, hosts: list[str], exclude: tuple[str, ...], het_size: int
 ) -> Preference | None:
     """The one super node of the allocation that lost nodes, if its spares can replace them.
-    (Het jobs are left alone: their components carry the constraint one by one.)"""
+    Only for a job of that one super node: a job of several would be pinned into one, which
+    cannot hold it (Slurm then keeps it pending: BadConstraints). (Het jobs are left alone:
+    their components carry the constraint one by one.)"""
     if het_size > 1 or not exclude:
         return None
     hit = {site.node(h).supernode for h in exclude if site.has_node(h)}
     mine = {site.node(h).supernode for h in hosts if site.has_node(h)}
-    if len(hit) != 1 or not hit <= mine:
+    if len(hit) != 1 or hit != mine:
         return None
     sn = site.supernode(hit.pop())
     if len(sn.nodes) - sum(1 for h in sn.hostnames if h in exclude) < sn.job_size:

@@ -90,9 +90,8 @@ class SlowJudge:
         ratio = statistics.median(streak[-self.windows :])
         evidence = (
             f"busy {mine * 1000:.0f} ms per step against {center * 1000:.0f} ms, the median "
-            f"of its {nodes - 1} peer node(s): {ratio:.2f}x in each of the last "
-            f"{len(streak)} windows of {self.window:g} s "
-            f"(slow above {1 + self.slow_pct / 100:.2f}x)"
+            f"of its {nodes - 1} peer node(s); {ratio:.2f}x (median) in {len(streak)} windows "
+            f"of {self.window:g} s in a row (slow above {1 + self.slow_pct / 100:.2f}x)"
         )
         return SlowNodeMark(now, node, self.supernode_of.get(node), ratio, evidence)
 

@@ -76,7 +76,7 @@ def test_slow_node_named_while_running_then_requeued_without_it(
     steps0 = [r for p in (obs / "0").glob("rank-*.steps.jsonl") for r in read(p)]
     assert all(isinstance(r, StepRecord) for r in steps0) and len({r.rank for r in steps0}) == 6
     assert marks[0].t - min(r.t for r in steps0) < 60, "named later than a minute"
-    assert marks[0].t < max(r.t for r in steps0)  # named while the ranks still stepped
+    assert marks[0].t < ends[0]["time"]  # named while the attempt ran
     assert not (obs / "1" / "slow.jsonl").exists()
     assert any(r.loss is not None for r in steps0)  # progress.report's loss
 

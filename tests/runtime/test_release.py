@@ -27,6 +27,9 @@ def test_no_preference_without_spares_for_het_jobs_or_several_supernodes() -> No
     assert preferred_supernode(spared(1), ["n0", "n1", "n2"], ("n1", "n2"), 0) is None
     assert preferred_supernode(spared(1), ["n0", "n1", "n2"], ("n1",), 2) is None
     assert preferred_supernode(spared(1), ["n0", "n1", "n2"], ("n1", "n5"), 0) is None
+    # a job of two super nodes (3 + 3 of 4) that lost one node: pinning it to one super node
+    # would leave it pending forever (BadConstraints)
+    assert preferred_supernode(spared(1), ["n0", "n1", "n2", "n4", "n5", "n6"], ("n1",), 0) is None
 
 
 # The releaser against a fake scontrol (22.05's text form): each `show job` answers the next
