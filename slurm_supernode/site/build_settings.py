@@ -45,7 +45,7 @@ DOCTOR_NUMBERS = ("bandwidth_warn", "bandwidth_fail", "slow_pct", "min_tflops", 
                   "min_read_mbps", "min_free_gb")  # fmt: skip
 DOCTOR_KEYS = (*DOCTOR_NUMBERS, "size", "checkpoint_dir", "storage_mb")
 # observe: key -> (lowest allowed value, must be above it rather than at least it, integer)
-OBSERVE_KEYS = {
+OBSERVE_BOUNDS = {
     "sample_period": (0.0, True, False),
     "samples_mb": (0.0, True, False),
     "slow_pct": (0.0, True, False),
@@ -53,6 +53,7 @@ OBSERVE_KEYS = {
     "profile_after": (1, False, True),
     "profile_steps": (0, False, True),
 }
+OBSERVE_KEYS = tuple(OBSERVE_BOUNDS)
 # NodeName attributes snrun writes itself (from node_defaults / super nodes).
 RESERVED_NODE_OPTIONS = ("NodeName", "Features", "Gres", "CPUs", "RealMemory", "Port")
 
@@ -310,10 +311,10 @@ class SettingsBuilder(NodeReader):
 
     def _observe(self, node: yaml.Node) -> ObserveSettings:
         """``observe:``: positive periods and sizes, whole numbers of windows and steps."""
-        m = self.mapping(node, "observe", tuple(OBSERVE_KEYS)) or {}
+        m = self.mapping(node, "observe", OBSERVE_KEYS) or {}
         kw: dict[str, Any] = {}
         for key, (_, vnode) in m.items():
-            low, strict, whole = OBSERVE_KEYS[key]
+            low, strict, whole = OBSERVE_BOUNDS[key]
             what = f"observe.{key}"
             if whole:
                 v: float | None = self.integer(vnode, what, int(low))

@@ -293,6 +293,7 @@ def site_json(site: Site) -> str:
         "imex": asdict(site.imex),
         "restarts": dict(site.restarts),
         "containers": asdict(site.containers),
+        "observe": asdict(site.observe),
     }
     return json.dumps(data, indent=1) + "\n"
 

@@ -40,7 +40,8 @@ def test_named_only_after_the_windows_in_a_row(tmp_path):
     assert [m.node for m in marks] == ["n3"]
     mark = marks[0]
     assert mark.supernode == "sn2" and 2.4 < mark.ratio < 2.6
-    assert "500 ms per step against 200 ms" in mark.evidence and "in 3 windows of 5 s in a row" in mark.evidence
+    assert "500 ms per step against 200 ms" in mark.evidence
+    assert "in 3 windows of 5 s in a row" in mark.evidence
     assert [m.node for m in read(slow_path(tmp_path, 0))] == ["n3"]
     _window(tmp_path, 3)
     assert judge.look(100.0) == []  # named once per attempt

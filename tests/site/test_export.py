@@ -167,7 +167,7 @@ def test_json_holds_every_setting_of_the_model(site_name):
     assert data["doctor"]["slow_pct"] == site.doctor.slow_pct
     assert data["containers"]["runtime"] == site.containers.runtime
     assert data["restarts"] == dict(site.restarts)
-    for section in ("slurm", "bench", "paths", "doctor", "containers"):
+    for section in ("slurm", "bench", "paths", "doctor", "containers", "observe"):
         fields = {f.name for f in dataclasses.fields(getattr(site, section))}
         assert fields == set(data[section]), section
 

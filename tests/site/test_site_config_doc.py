@@ -45,6 +45,7 @@ SCHEMA: dict[str, tuple[str, ...]] = {
     "restarts": model.RESTART_CAUSES,
     "containers": containers.CONTAINER_KEYS,
     "imex_channels": imex.IMEX_KEYS,
+    "observe": build_settings.OBSERVE_KEYS,
     "device_ips": ip_patterns.IP_KEYS,
     "host_ip": ip_patterns.IP_KEYS,
 }
@@ -54,7 +55,7 @@ KNOWN_ARGUMENTS = {
     "TOP_KEYS", "SN_KEYS", "SPEC_KEYS + extra", "('socket_ifname', 'hcas')",
     "('name', 'nodes')", "(*LINK_LEVELS, CROSS_ISLAND)", "LINK_KEYS + tuple(OLD_LINK_KEYS)",
     "SLURM_KEYS", "BENCH_KEYS", "PATH_KEYS", "DOCTOR_KEYS", "RESTART_CAUSES", "CONTAINER_KEYS",
-    "IMEX_KEYS", "IP_KEYS", "None", "scopes",
+    "IMEX_KEYS", "IP_KEYS", "OBSERVE_KEYS", "None", "scopes",
 }  # fmt: skip
 
 
