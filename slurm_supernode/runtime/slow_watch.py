@@ -9,25 +9,34 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from slurm_supernode.runtime import failfast, ledger
-from slurm_supernode.runtime.slow_judge import SlowJudge, judge_for
+from slurm_supernode.runtime.slow_judge import WINDOW, SlowJudge, judge_for
 
 POLICY_ENV = "SNRUN_ON_SLOW_NODE"
 
 
 class SlowWatch:
     """Looked at on every poll of the supervisor; ``nodes``: the slow nodes that ended the
-    attempt (requeue only)."""
+    attempt (requeue only). The judge (which loads the site) is made only once the attempt
+    has run a window: a short attempt, or the first poll after a failure, never waits for it."""
 
     def __init__(
-        self, job_dir: Path, attempt: int, job_id: int, judge: SlowJudge | None, policy: str
+        self,
+        job_dir: Path,
+        attempt: int,
+        job_id: int,
+        judge: SlowJudge | Callable[[], SlowJudge | None] | None,
+        policy: str,
     ) -> None:
         self.job_dir, self.attempt, self.job_id = job_dir, attempt, job_id
-        self.judge, self.policy = judge, policy
+        self._make = judge if callable(judge) else None
+        self.judge = None if callable(judge) else judge
+        self.policy = policy
         self.nodes: tuple[str, ...] = ()
+        self._since = time.monotonic()
 
     @classmethod
     def for_attempt(
@@ -40,10 +49,16 @@ class SlowWatch:
         environ: Mapping[str, str],
     ) -> SlowWatch:
         policy = environ.get(POLICY_ENV, "warn") or "warn"
-        return cls(job_dir, attempt, job_id, judge_for(job_dir, attempt, site_file, hosts), policy)
+
+        def make() -> SlowJudge | None:
+            return judge_for(job_dir, attempt, site_file, hosts)
+
+        return cls(job_dir, attempt, job_id, make, policy)
 
     def look(self) -> bool:
         """True once: when a slow node must end the attempt (the stop is requested)."""
+        if self._make is not None and time.monotonic() - self._since >= WINDOW:
+            self.judge, self._make = self._make(), None
         if self.judge is None or self.nodes:
             return False
         try:
