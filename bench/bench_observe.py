@@ -83,33 +83,47 @@ def run_case(mode: str, device: str, steps: int, width: int, job: Path, extra: d
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def nvml_vs_smi(job: Path) -> None:
-    """One NVML sample and nvidia-smi's figures taken right after, side by side."""
+def nvml_vs_smi(steps: int, width: int, job: Path) -> None:
+    """NVML through snrun's sampler and nvidia-smi's figures, taken one after the other while
+    a CUDA training loop runs in another process (and once more after it, idle)."""
     import torch
 
     from slurm_supernode.runtime.device_stats import NvmlDevices
 
-    n = torch.cuda.device_count()
-    samples, missing = NvmlDevices("bench", tuple(range(n))).read(time.time())
-    query = "index,utilization.gpu,memory.used,memory.total,temperature.gpu,power.draw,clocks.sm"
-    smi = (
-        subprocess.run(
-            ["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader,nounits"],
-            capture_output=True,
-            text=True,
-        )
-        .stdout.strip()
-        .splitlines()
+    env = os.environ | {"PYTHONPATH": str(ROOT)}
+    loop = subprocess.Popen(
+        [sys.executable, "-c", CHILD, "plain", "cuda", str(steps * 20), str(width)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
-    print("NVML (snrun's sampler) vs nvidia-smi, same moment, idle after the runs:")
-    print(f"  missing: {missing or 'nothing'}")
-    for s, line in zip(samples, smi, strict=False):
-        print(
-            f"  gpu {s.index}: nvml util {s.util_percent}% mem {s.mem_used_bytes >> 20}/"
-            f"{s.mem_total_bytes >> 20} MiB temp {s.temperature_c} C power {s.power_w:.1f} W "
-            f"sm {s.sm_clock_mhz} MHz ecc {s.ecc_errors} xid {s.xid}"
+    source = NvmlDevices("bench", tuple(range(torch.cuda.device_count())))
+    query = "index,utilization.gpu,memory.used,memory.total,temperature.gpu,power.draw,clocks.sm"
+    for label in ("under load", "under load", "idle"):
+        if label == "idle":
+            loop.wait()
+            time.sleep(2)
+        else:
+            time.sleep(8)
+        samples, missing = source.read(time.time())
+        smi = (
+            subprocess.run(
+                ["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader,nounits"],
+                capture_output=True,
+                text=True,
+            )
+            .stdout.strip()
+            .splitlines()
         )
-        print(f"          smi  {line}")
+        print(f"NVML (snrun's sampler) then nvidia-smi, {label}; missing: {missing or 'nothing'}")
+        for s, line in zip(samples, smi, strict=False):
+            print(
+                f"  gpu {s.index}: nvml util {s.util_percent:.0f}% mem {s.mem_used_bytes >> 20}/"
+                f"{s.mem_total_bytes >> 20} MiB temp {s.temperature_c:.0f} C power "
+                f"{s.power_w:.1f} W sm {s.sm_clock_mhz:.0f} MHz ecc {s.ecc_errors} "
+                f"xid {s.xid}"
+            )
+            print(f"          smi  {line}")
 
 
 def main() -> None:
@@ -168,7 +182,7 @@ def main() -> None:
             f"({size * 8640 / 1e6:.1f} MB a node-day at 10 s)"
         )
         if args.device == "cuda":
-            nvml_vs_smi(Path(tmp))
+            nvml_vs_smi(args.steps, width, Path(tmp))
 
 
 if __name__ == "__main__":
