@@ -76,6 +76,9 @@ _WAITING = {
     "ReqNodeNotAvail": "a node it requires is not available now (down, drained or reserved)",
     "Reservation": "waiting for its reservation to start",
     "Licenses": "waiting for licenses",
+    # switch/nvidia_imex: every IMEX channel is held by running jobs (25.11+ makes the job wait;
+    # 24.11 starts it without one). More channels: SwitchParameters=imex_channel_count
+    "NvidiaImexChannels": "waiting for an IMEX channel: running jobs hold all of them",
     "NodeDown": "a node it needs is down",
     "PartitionDown": "its partition is down (an administrator brings it up)",
     "PartitionInactive": "its partition is inactive (an administrator activates it)",

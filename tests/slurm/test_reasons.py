@@ -77,6 +77,7 @@ def test_job_reason(given, signal, want):
         ("BadConstraints", True),
         ("QOSMaxNodePerJobLimit", True),
         ("Resources", False),
+        ("NvidiaImexChannels", False),  # 26.05's squeue, every IMEX channel held (measured)
         ("Priority", False),
         ("Dependency", False),
         ("ReqNodeNotAvail, UnavailableNodes:n[1-2]", False),
@@ -89,3 +90,7 @@ def test_pending_reasons_in_words(code, never):
     assert reason is not None and reason.code == code and reason.never is never
     assert str(reason).startswith(f"{code}: ") and reason.words
     assert pending_reason(None) is None
+
+
+def test_imex_channel_exhaustion_in_words():
+    assert "IMEX channel" in pending_reason("NvidiaImexChannels").words

@@ -1,0 +1,214 @@
+"""IMEX channels on the real cluster: Slurm's switch/nvidia_imex with a configured major
+(``minicluster up --imex=3``: no NVIDIA driver needed, the plugin mknods each step's channel)
+on a cluster of its own, booted beside the session's for this module (its channel count and
+plugin must not touch the other tests' jobs).
+
+One 2-super-node job whose ranks (4 per node) report the channel they see (one per job, or one
+per super node where Slurm gives per-segment channels, 25.11+); jobs held at once until the
+channels run out (different channels; then the next job pends with its reason in words where
+Slurm makes it wait, 25.11+, or runs without one on 24.11 and its preflight says so); a tray
+whose IMEX domain is down (a fake nvidia-imex-ctl on PATH) named by the preflight and the job
+requeued without it. The plugin needs Slurm >= 24.05 (22.05: skipped, read from the running
+Slurm)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from slurm_supernode.hostlist import expand
+from tests.integration.helpers import ledger, snrun, submit, wait_final, wait_for
+from tests.slurm_cluster import MINICLUSTER, SlurmCluster
+
+pytestmark = pytest.mark.slurm
+
+CHANNELS = 3  # SwitchParameters=imex_channel_count: 24.11 gives 1-2 (0 reserved), 26.05 1-3
+RANK = """\
+import json, os, sys, time
+d = "/dev/nvidia-caps-imex-channels"
+seen = sorted(os.listdir(d)) if os.path.isdir(d) else None
+rank = int(os.environ["RANK"])
+out = {"rank": rank, "node": os.environ["SNRUN_NODE"], "channels": seen,
+       "env": os.environ.get("NVIDIA_IMEX_CHANNELS"), "attempt": os.environ["SNRUN_ATTEMPT"]}
+job_dir = os.environ["SNRUN_JOB_DIR"]
+path = os.path.join(job_dir, f"rank{rank}.a{out['attempt']}.json")
+with open(path + ".tmp", "w") as fh:
+    json.dump(out, fh)
+os.replace(path + ".tmp", path)
+go = os.path.join(os.path.dirname(job_dir), "go")
+if "--hold" in sys.argv:
+    deadline = time.monotonic() + 300
+    while not os.path.exists(go) and time.monotonic() < deadline:
+        time.sleep(0.2)
+"""
+# a tray whose IMEX domain is not UP: the second tray of each super node, first attempt only
+DOWN_CTL = """\
+#!/bin/sh
+n=${SLURMD_NODENAME#n}
+if [ "${SNRUN_ATTEMPT:-0}" = 0 ] && [ $((n % 4)) = 1 ]; then state=DOWN; else state=UP; fi
+printf 'Nodes:\\nNode #0 - 127.0.0.1 - READY\\nDomain State: %s\\n' "$state"
+"""
+
+
+class ImexCluster:
+    def __init__(self, state_dir: Path, env: dict[str, str], version: tuple[int, int]) -> None:
+        self.state_dir, self.env, self.version = state_dir, env, version
+        self.site = state_dir / "etc" / "site.yaml"
+
+    @property
+    def per_segment(self) -> bool:
+        return self.version >= (25, 11)
+
+
+def _mc(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["bash", str(MINICLUSTER), *args], capture_output=True, text=True, env=env, timeout=900
+    )
+
+
+@pytest.fixture(scope="module")
+def imex_cluster(slurm_cluster: SlurmCluster) -> Iterator[ImexCluster]:
+    if slurm_cluster.version < (24, 5):
+        pytest.skip(
+            f"Slurm {slurm_cluster.version[0]}.{slurm_cluster.version[1]:02d} has no "
+            "switch/nvidia_imex (24.05+)"
+        )
+    state = Path(f"{slurm_cluster.state_dir}-imex")
+    env = os.environ | {"SNRUN_MC_DIR": str(state)}
+    if not slurm_cluster.namespaced:  # 25.11 on the host's network: ports of its own
+        env |= {"SNRUN_MC_CTLD_PORT": "6847", "SNRUN_MC_SLURMD_PORT": "17400"}
+    which = ["--slurm", slurm_cluster.slurm]
+    up = _mc(env, "up", *which, "--topology", "block", f"--imex={CHANNELS}")
+    if up.returncode != 0:
+        pytest.fail(f"minicluster up --imex failed: {up.stderr.strip()}", pytrace=False)
+    cluster_env = dict(
+        ln.split("=", 1) for ln in _mc(env, "env", *which).stdout.splitlines() if "=" in ln
+    )
+    old = os.environ.get("SLURM_CONF")
+    os.environ["SLURM_CONF"] = cluster_env["SLURM_CONF"]
+    try:
+        yield ImexCluster(state, env, slurm_cluster.version)
+    finally:
+        if old is None:
+            os.environ.pop("SLURM_CONF", None)
+        else:
+            os.environ["SLURM_CONF"] = old
+        _mc(env, "down", *which)
+
+
+def ranks(job_dir: Path, attempt: int = 0) -> list[dict]:
+    return sorted(
+        (json.loads(p.read_text()) for p in job_dir.glob(f"rank*.a{attempt}.json")),
+        key=lambda r: r["rank"],
+    )
+
+
+def job(cluster: ImexCluster, script: Path, jobs: Path, *args: str) -> tuple[int, Path]:
+    return submit(
+        "--site", str(cluster.site), "--nproc-per-node", "4", "-t", "5", *args, str(script),
+        jobs=jobs,
+    )  # fmt: skip
+
+
+def test_every_rank_of_a_two_supernode_job_sees_its_segments_channel(
+    imex_cluster: ImexCluster, tmp_path: Path
+) -> None:
+    script = tmp_path / "rank.py"
+    script.write_text(RANK)
+    _, job_dir = job(imex_cluster, script, tmp_path / "jobs", "-S", "2")
+    final = wait_final(job_dir)
+    assert final["state"] == "COMPLETED", final
+    seen = ranks(job_dir)
+    assert len(seen) == 32  # 8 trays x 4 ranks
+    by_sn: dict[str, set[tuple[str, ...]]] = {}
+    for r in seen:
+        assert r["channels"] is not None and len(r["channels"]) == 1, r
+        assert r["env"] == r["channels"][0].removeprefix("channel"), r  # NVIDIA_IMEX_CHANNELS
+        sn = "sn0" if int(r["node"][1:]) < 4 else "sn1"
+        by_sn.setdefault(sn, set()).add(tuple(r["channels"]))
+    assert all(len(v) == 1 for v in by_sn.values()), by_sn  # the same on all trays of a segment
+    per_sn = [next(iter(by_sn[sn])) for sn in ("sn0", "sn1")]
+    plan = (job_dir / "plan.json").read_text()
+    if imex_cluster.per_segment:  # 25.11+: asked for, and one channel per super node
+        assert "--network=unique-channel-per-segment" in plan
+        assert per_sn[0] != per_sn[1], by_sn
+    else:  # 24.11: one channel for the job
+        assert "--network=unique-channel-per-segment" not in plan
+        assert per_sn[0] == per_sn[1], by_sn
+
+
+def test_jobs_get_different_channels_until_they_run_out(
+    imex_cluster: ImexCluster, tmp_path: Path
+) -> None:
+    jobs = tmp_path / "jobs"
+    script = tmp_path / "rank.py"
+    script.write_text(RANK)
+    held: list[tuple[int, Path]] = []
+    channels: list[str] = []
+    try:
+        for _ in range(4):  # 8 one-tray jobs fit: only the channels can run out
+            job_id, job_dir = job(
+                imex_cluster, script, jobs, "-N", "1", "--allow-partial", "--", "--hold"
+            )
+            held.append((job_id, job_dir))
+            outcome = wait_for(lambda d=job_dir, i=job_id: _outcome(d, i, jobs), 240, "a channel")
+            if outcome[0] != "channel":
+                break
+            channels.append(outcome[1])
+        assert len(channels) >= 2 and len(set(channels)) == len(channels), channels
+        kind, what = outcome
+        if imex_cluster.per_segment:  # 25.11+: the job waits, snrun status says why in words
+            assert kind == "pending", outcome
+            assert "IMEX channel" in what, what
+        else:  # 24.11 starts it without a channel: the preflight ends the attempt, no tray blamed
+            assert kind == "imex", outcome
+            assert "no tray of the job has an IMEX channel" in what, what
+    finally:
+        (jobs / "go").touch()
+        for job_id, _ in held:
+            snrun("cancel", str(job_id), jobs=jobs, check=False)
+
+
+def _outcome(job_dir: Path, job_id: int, jobs: Path) -> tuple[str, str] | None:
+    seen = ranks(job_dir)
+    if seen and len(seen) == 4:
+        assert len({tuple(r["channels"] or ()) for r in seen}) == 1, seen
+        return ("channel", (seen[0]["channels"] or ["none"])[0])
+    ends = [r for r in ledger(job_dir) if r["event"] == "attempt_end"]
+    if ends:
+        return (str(ends[0].get("cause")), str(ends[0].get("detail")))
+    status = snrun("status", str(job_id), jobs=jobs, check=False).stdout
+    if "IMEX" in status and "PENDING" in status.upper():
+        return ("pending", status)
+    return None
+
+
+def test_a_tray_whose_imex_domain_is_down_is_excluded(
+    imex_cluster: ImexCluster, tmp_path: Path
+) -> None:
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "nvidia-imex-ctl").write_text(DOWN_CTL)
+    (fake / "nvidia-imex-ctl").chmod(0o755)
+    script = tmp_path / "rank.py"
+    script.write_text(RANK)
+    old = os.environ["PATH"]
+    os.environ["PATH"] = f"{fake}{os.pathsep}{old}"  # the job's environment: every agent
+    try:
+        _, job_dir = job(imex_cluster, script, tmp_path / "jobs", "-S", "1")
+    finally:
+        os.environ["PATH"] = old
+    final = wait_final(job_dir, timeout=400)
+    ends = [r for r in ledger(job_dir) if r["event"] == "attempt_end"]
+    assert ends[0]["cause"] == "imex", ends
+    bad = ends[0]["detail"].split(":")[0].removeprefix("IMEX on ")
+    assert bad in ("n1", "n5") and "IMEX domain state DOWN" in ends[0]["detail"], ends[0]
+    assert final["state"] == "COMPLETED", final
+    starts = [r for r in ledger(job_dir) if r["event"] == "attempt_start"]
+    assert bad not in expand(starts[-1]["nodes"]), starts  # requeued without the tray
+    assert len(ranks(job_dir, starts[-1]["attempt"])) == 16
