@@ -108,10 +108,12 @@ def ranks(job_dir: Path, attempt: int = 0) -> list[dict]:
     )
 
 
-def job(cluster: ImexCluster, script: Path, jobs: Path, *args: str) -> tuple[int, Path]:
+def job(
+    cluster: ImexCluster, script: Path, jobs: Path, *args: str, hold: bool = False
+) -> tuple[int, Path]:
     return submit(
         "--site", str(cluster.site), "--nproc-per-node", "4", "-t", "5", *args, str(script),
-        jobs=jobs,
+        *(["--hold"] if hold else []), jobs=jobs,
     )  # fmt: skip
 
 
@@ -146,6 +148,7 @@ def test_jobs_get_different_channels_until_they_run_out(
     imex_cluster: ImexCluster, tmp_path: Path
 ) -> None:
     jobs = tmp_path / "jobs"
+    jobs.mkdir()
     script = tmp_path / "rank.py"
     script.write_text(RANK)
     held: list[tuple[int, Path]] = []
@@ -153,7 +156,7 @@ def test_jobs_get_different_channels_until_they_run_out(
     try:
         for _ in range(4):  # 8 one-tray jobs fit: only the channels can run out
             job_id, job_dir = job(
-                imex_cluster, script, jobs, "-N", "1", "--allow-partial", "--", "--hold"
+                imex_cluster, script, jobs, "-N", "1", "--allow-partial", hold=True
             )
             held.append((job_id, job_dir))
             outcome = wait_for(lambda d=job_dir, i=job_id: _outcome(d, i, jobs), 240, "a channel")
