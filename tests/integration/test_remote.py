@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from slurm_supernode.errors import InputError
 from tests.integration.helpers import ROOT, pythonpath
 from tests.sshd import keygen, start_sshd
 
@@ -290,6 +291,10 @@ def _second_job_after_the_first(laptop, proj: Path, opts: list[str], job: int) -
         str(proj / "train.py"),
         "--quick",
     )
+    planned = remote.submit(
+        proj / "train.py", ["--quick"], options=opts, cluster="mc", dry_run=True
+    )  # the API's submit: the same upload, a JSON plan
+    assert json.loads(planned)["sbatch_command"].startswith("sbatch ")
     assert "already on mc" in swept.stderr and "--array" in swept.stdout, swept.stdout[-2000:]
     doctor = laptop.snrun("--cluster", "mc", "doctor", "-S", "1", "--dry-run")
     assert "sbatch" in doctor.stdout
@@ -310,7 +315,7 @@ def test_bench_report_html_comes_back(laptop, tmp_path):
     assert "copied from mc" in rep.stderr
 
 
-def test_jump_host_and_failures_in_words(laptop, tmp_path):
+def test_jump_host_and_failures_in_words(laptop, tmp_path, monkeypatch):
     jumped = laptop.snrun("--cluster", "jumped", "status")
     assert jumped.returncode == 0
 
@@ -327,6 +332,16 @@ def test_jump_host_and_failures_in_words(laptop, tmp_path):
 
     failed = laptop.snrun("--cluster", "mc", "status", "999999", check=False)
     assert failed.returncode == 2 and "snrun status: error:" in failed.stderr
+    from slurm_supernode.api import remote
+    from slurm_supernode.remote.failures import RemoteError, RemoteErrorKind
+
+    for key in ("SNRUN_CLUSTERS_FILE", "SNRUN_SSH_CONTROL_DIR"):
+        monkeypatch.setenv(key, laptop.env[key])
+    with pytest.raises(RemoteError, match=r"exited 2 on the login node: snrun status: error:") as e:
+        remote.status(999999, cluster="mc")
+    assert e.value.kind is RemoteErrorKind.FAILED and "\n" not in str(e.value)
+    with pytest.raises(InputError, match="cluster"):
+        remote.status(1, cluster=7)  # type: ignore[arg-type]
 
     proj = tmp_path / "p"
     proj.mkdir()

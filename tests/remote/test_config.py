@@ -88,3 +88,18 @@ def test_unknown_name_and_missing_file(tmp_path):
         find_cluster("nope", SnrunSettings(clusters_file=str(path)))
     with pytest.raises(InputError, match="no clusters file at"):
         find_cluster("lab", SnrunSettings(clusters_file=str(tmp_path / "none.yaml")))
+
+
+def test_the_documented_example_loads(tmp_path):
+    """docs/remote.md's clusters.yaml is a file snrun reads as the page says."""
+    import re
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "remote.md").read_text()
+    (example,) = re.findall(r"```yaml\n(.*?)```", page, re.S)
+    found = load_clusters(_write(tmp_path, example))
+    assert sorted(found) == ["big", "lab"]
+    big = found["big"]
+    assert big.destination == "big-login" and big.snrun == ("/opt/snrun/bin/snrun",)
+    assert big.ssh_options == ("-J", "gateway.big.example") and big.path == ("/opt/slurm/bin",)
+    assert found["lab"].code_dir == ".cache/slurm-supernode/code"
