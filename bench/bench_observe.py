@@ -92,7 +92,7 @@ def nvml_vs_smi(steps: int, width: int, job: Path) -> None:
 
     env = os.environ | {"PYTHONPATH": str(ROOT)}
     loop = subprocess.Popen(
-        [sys.executable, "-c", CHILD, "plain", "cuda", str(steps * 20), str(width)],
+        [sys.executable, "-c", CHILD, "plain", "cuda", str(steps * 3), str(width)],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -104,7 +104,7 @@ def nvml_vs_smi(steps: int, width: int, job: Path) -> None:
             loop.wait()
             time.sleep(2)
         else:
-            time.sleep(8)
+            time.sleep(12)  # past the child's start (torch import, CUDA context)
         samples, missing = source.read(time.time())
         smi = (
             subprocess.run(

@@ -3,14 +3,15 @@
 # sampler with NVML, profiler window; NVML against nvidia-smi), then one real rank of torchrun
 # (forked worker through snrun's rank entry, NCCL) with its profiler window, to show a CUDA
 # trace reduced to compute / exposed / overlapped communication. Run from a checkout root:
-# `OUT=bench/out bash bench/gpu/observe_h200.sh`.
+# `OUT=bench/out bash bench/gpu/observe_h200.sh`. (PYTORCH_NVML_BASED_CUDA_CHECK=1: what the agent
+# sets for forked workers, else torchrun initialises CUDA before forking.)
 set -u
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 OUT=${OUT:-bench/out}
 mkdir -p "$OUT"
 { nvidia-smi; python3 -c 'import torch, pynvml; print("torch", torch.__version__, "nvml", pynvml.__file__)'; } >"$OUT/machine.txt" 2>&1
-timeout 300 python3 bench/bench_observe.py --device cuda --steps 200 --repeats 3 >"$OUT/bench_observe_cuda.txt" 2>&1
+timeout 400 python3 bench/bench_observe.py --device cuda --steps 200 --repeats 3 >"$OUT/bench_observe_cuda.txt" 2>&1
 echo "bench rc=$?" >>"$OUT/runs.log"
 job=$(mktemp -d)
 cat >"$job/train.py" <<'PY'
@@ -27,7 +28,7 @@ for i in range(30):
 torch.cuda.synchronize()
 dist.destroy_process_group()
 PY
-SNRUN_JOB_DIR=$job SNRUN_NODE=h200 SNRUN_ATTEMPT=0 SNRUN_PROFILE_AFTER=10 SNRUN_PROFILE_STEPS=3 \
+PYTORCH_NVML_BASED_CUDA_CHECK=1 SNRUN_JOB_DIR=$job SNRUN_NODE=h200 SNRUN_ATTEMPT=0 SNRUN_PROFILE_AFTER=10 SNRUN_PROFILE_STEPS=3 \
   timeout 240 python3 -m torch.distributed.run --standalone --nproc-per-node 1 --run-path \
   --start-method=fork slurm_supernode/runtime/rank_entry.py "$job/train.py" >"$OUT/rank.txt" 2>&1
 echo "rank rc=$?" >>"$OUT/runs.log"
