@@ -91,8 +91,8 @@ def check_output_path(path: str | os.PathLike[str], where: str) -> Path:
 
 
 def user_cache_dir(name: str, setting: str | None, environ: Mapping[str, str]) -> str | None:
-    """``<base>/<name>``, made if needed, for what snrun compiles once and reuses (templates,
-    dataclass methods). ``setting`` is ``$SNRUN_CACHE_DIR`` ("off": no cache; unset:
+    """``<base>/<name>``, made if needed, for what snrun compiles once and reuses (Jinja's
+    compiled templates). ``setting`` is ``$SNRUN_CACHE_DIR`` ("off": no cache; unset:
     ``$XDG_CACHE_HOME/slurm-supernode``, default ``~/.cache``). None when it is off, cannot be
     made, or is not the user's own: someone else could plant compiled code there."""
     if setting == "off":

@@ -2,14 +2,13 @@
 
 `snrun [options] SCRIPT [ARGS...]` submits a job; `snrun SUBCOMMAND ...` runs a sub-command.
 Each sub-command lives in its own module of this package, imported only when used, so the
-login-node path stays light (no torch, no rich unless needed). Nothing that makes a dataclass
-is imported before ``entry`` installed the cache of their compiled methods (codecache.py), and
-argparse is imported only after ``entry`` spared it gettext (startup_cost.py).
+login-node path stays light (no torch, no rich unless needed).
 """
 
 from __future__ import annotations
 
 import errno
+import gc
 import importlib
 import os
 import sys
@@ -185,7 +184,7 @@ def _show_debug_log() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     from slurm_supernode.errors import SnrunError
-    from slurm_supernode.jobenv import SnrunSettings
+    from slurm_supernode.user_settings import SnrunSettings
 
     args = list(sys.argv[1:] if argv is None else argv)
     front = _front(args, SnrunSettings.from_environ())
@@ -209,10 +208,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             _show_debug_log()
         mod = _load(name)
         ns = mod.parse(parser, rest) if hasattr(mod, "parse") else parser.parse_args(rest)
-        if name != "submit":  # it resumes once planned: only what follows can run long
-            from slurm_supernode.cli.startup_cost import resume_collector
-
-            resume_collector()
         # the same parser, its defaults suppressed now that the real parse is done
         ns.explicit = explicit_options(parser, rest[:own] if name in ("submit", "sweep") else rest)
         if isinstance(getattr(ns, "action", None), str):  # snrun site export, snrun bench run
@@ -257,13 +252,11 @@ def _drop_stdout() -> None:
 
 
 def entry() -> None:
-    from slurm_supernode import codecache
-    from slurm_supernode.cli.startup_cost import argparse_without_gettext, pause_collector
-
-    pause_collector()  # resumed before anything that can run long (main, submit.run)
-    argparse_without_gettext()
-    codecache.install()  # before any dataclass is made (this module makes none)
     code = main()
+    # The interpreter's last garbage collection, at exit, would walk every object this process
+    # made (~300k: modules, functions, the site model) to free nothing that matters once it
+    # ends: ~5% of a dry run's instructions (docs/benchmarks.md). Frozen, it skips them.
+    gc.freeze()
     try:
         sys.stdout.flush()  # what print() left buffered goes out here, still inside snrun
     except BrokenPipeError:

@@ -492,10 +492,8 @@ def run(ns: argparse.Namespace) -> int:
     spec = spec_from_args(ns)
     grid = sweep_grid(ns)  # a bad grid fails before Slurm is asked anything
     if grid is not None:
-        from slurm_supernode.cli.startup_cost import resume_collector
         from slurm_supernode.cli.sweep_run import run_sweep
 
-        resume_collector()
         return run_sweep(ns, spec, grid)
     job_plan = plan(spec, need_slurm=not ns.dry_run)
     if job_plan.refusal is not None:  # a dry run of a script still being written is fine
@@ -510,9 +508,7 @@ def run(ns: argparse.Namespace) -> int:
         _print_dry_run(job_plan, as_json=ns.json)
         return 0
     from slurm_supernode.api.submission import submit
-    from slurm_supernode.cli.startup_cost import resume_collector
 
-    resume_collector()  # planned: what follows waits on Slurm, for hours with --wait
     job = submit(job_plan, after=ns.after)
     print(job.job_id if ns.parsable else f"Submitted batch job {job.job_id}", flush=True)
     if not ns.wait:
