@@ -86,7 +86,7 @@ def test_nothing_else_reads_slurm_or_torchrun_variables():
 
 
 def test_parse_seconds() -> None:
-    from slurm_supernode.jobenv import parse_seconds
+    from slurm_supernode.user_settings import parse_seconds
 
     assert parse_seconds("") is None
     assert parse_seconds(" 2.5 ") == 2.5
@@ -96,7 +96,7 @@ def test_parse_seconds() -> None:
 
 
 def test_snrun_settings_read_once() -> None:
-    from slurm_supernode.jobenv import SnrunSettings
+    from slurm_supernode.user_settings import SnrunSettings
 
     env = {"SNRUN_SITE": "lab", "SNRUN_JOBS_DIR": "", "SNRUN_DEBUG": "1"}
     settings = SnrunSettings.from_environ(env)

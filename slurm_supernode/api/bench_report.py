@@ -91,8 +91,8 @@ def thresholds(
 
 def default_db() -> str:
     """``$SNRUN_BENCH_DB``, else the default results database (``~/.snrun/bench.sqlite``)."""
-    from slurm_supernode.jobenv import SnrunSettings
     from slurm_supernode.site.model import PathSettings
+    from slurm_supernode.user_settings import SnrunSettings
 
     return SnrunSettings.from_environ().bench_db or PathSettings().results_db
 
@@ -112,7 +112,7 @@ def bench_report(
     results_db, else ``~/.snrun/bench.sqlite``); only ``site``'s runs when given. Writes the
     HTML page, Prometheus textfile and JSON that are asked for."""
     from slurm_supernode.fsutil import write_atomic
-    from slurm_supernode.jobenv import SnrunSettings
+    from slurm_supernode.user_settings import SnrunSettings
 
     chosen = report_site(site)
     db = db or SnrunSettings.from_environ().bench_db or chosen.results_db or default_db()

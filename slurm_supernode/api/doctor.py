@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from slurm_supernode.api.site_ref import site_argument
 from slurm_supernode.doctor.job import DoctorJob
 from slurm_supernode.errors import InputError, JobError
-from slurm_supernode.jobenv import SnrunSettings
+from slurm_supernode.user_settings import SnrunSettings
 
 if TYPE_CHECKING:
     from slurm_supernode.doctor.model import DoctorFacts, DoctorReport, Finding

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from slurm_supernode.health.probe import HealthOptions
-from slurm_supernode.jobenv import JobEnvironment, SnrunSettings
+from slurm_supernode.jobenv import JobEnvironment
+from slurm_supernode.user_settings import SnrunSettings
 
 if TYPE_CHECKING:
     from slurm_supernode.health.checks import CheckResult

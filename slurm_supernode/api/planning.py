@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from slurm_supernode.placement.model import RankMap
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # one decision: compared by identity
 class JobPlan:
     """Everything decided before submission, and what a submission would refuse."""
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from slurm_supernode.jobenv import SnrunSettings
+from slurm_supernode.user_settings import SnrunSettings
 
 
 def site_argument(value: str | None) -> str | None:

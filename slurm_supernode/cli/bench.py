@@ -19,7 +19,7 @@ import sys
 from slurm_supernode.bench.model import BACKENDS, TIMINGS
 from slurm_supernode.cli.options import non_negative, number, positive, refuse_if
 from slurm_supernode.errors import InputError
-from slurm_supernode.jobenv import SnrunSettings
+from slurm_supernode.user_settings import SnrunSettings
 
 ACTIONS = ("run", "report", "submit", "schedule")
 

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 from slurm_supernode.cli.layout_args import add_layout_arguments, layout_from_args
 from slurm_supernode.cli.options import int_range, number, refuse_if
 from slurm_supernode.errors import InputError, PlacementError
-from slurm_supernode.jobenv import JobEnvironment, SnrunSettings
+from slurm_supernode.jobenv import JobEnvironment
+from slurm_supernode.user_settings import SnrunSettings
 
 if TYPE_CHECKING:
     from slurm_supernode.placement.cost import Workload

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 from slurm_supernode import __version__
 from slurm_supernode.errors import InputError, SlurmError
 from slurm_supernode.fsutil import expand_path, write_atomic, write_json_atomic
-from slurm_supernode.jobenv import parse_seconds
 from slurm_supernode.launch.envmerge import merge_env
 from slurm_supernode.launch.inputs import FILE as INPUTS_FILE
 from slurm_supernode.launch.inputs import JobInputs
@@ -37,6 +36,7 @@ from slurm_supernode.launch.snapshot import (
 )
 from slurm_supernode.launch.syntax import check_job_values
 from slurm_supernode.site.model import Site
+from slurm_supernode.user_settings import parse_seconds
 
 SNRUN_MODULE = "slurm_supernode"  # ``-m slurm_supernode``: snrun's own in-job part
 
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from slurm_supernode.placement.model import RankMap
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # one decision: compared by identity
 class JobPlan:
     """Everything decided before submission."""
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from slurm_supernode.errors import InputError
 from slurm_supernode.fsutil import expand_path
-from slurm_supernode.jobenv import SnrunSettings
+from slurm_supernode.user_settings import SnrunSettings
 
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 

@@ -19,8 +19,8 @@ import jinja2
 
 from slurm_supernode.errors import InputError
 from slurm_supernode.fsutil import user_cache_dir
-from slurm_supernode.jobenv import SnrunSettings
 from slurm_supernode.resources import templates_dir
+from slurm_supernode.user_settings import SnrunSettings
 
 DEFAULT_TEMPLATE = "sbatch.sh.j2"
 BLOCKS = ("header", "environment", "template_env", "setup", "launch", "teardown")

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from slurm_supernode.errors import InputError
 from slurm_supernode.fsutil import write_atomic, write_json_atomic
-from slurm_supernode.jobenv import SnrunSettings
 from slurm_supernode.launch.inputs import FILE as INPUTS_FILE
+from slurm_supernode.user_settings import SnrunSettings
 
 if TYPE_CHECKING:
     import subprocess

@@ -10,7 +10,7 @@ import stat
 from pathlib import Path
 
 from slurm_supernode.errors import InputError
-from slurm_supernode.jobenv import SITE_ENV, SnrunSettings
+from slurm_supernode.user_settings import SITE_ENV, SnrunSettings
 
 SYSTEM_SITES_DIR = Path("/etc/snrun/sites")
 
