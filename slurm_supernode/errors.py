@@ -7,7 +7,7 @@ Each carries where the problem is (``file:line:col`` or an option) and a hint; t
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
 class SnrunError(Exception):
@@ -34,8 +34,7 @@ class InputError(SnrunError):
     exit_code = 2
 
 
-@dataclass(frozen=True)
-class Problem:
+class Problem(NamedTuple):
     """One problem found in a config file, with its exact location."""
 
     file: str

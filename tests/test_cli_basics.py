@@ -46,6 +46,7 @@ def test_dry_run_stays_light(tmp_path):
         "slurm_supernode.site.containers",
         "slurm_supernode.site.ip_patterns",
         "difflib",
+        "slurm_supernode.jobenv",  # the job's view of its environment (user_settings instead)
     )
     code = (
         "import sys; from slurm_supernode.cli.main import main;"
@@ -61,6 +62,34 @@ def test_dry_run_stays_light(tmp_path):
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+DRY_RUN_DATACLASSES = 26  # docs/benchmarks.md: each costs a dry run ~1% of its instructions
+
+
+def test_dry_run_makes_few_dataclasses(tmp_path):
+    """Making a dataclass compiles its methods from source (~3-10 M instructions each, half of
+    a dry run's own cost once): the dry run stays within 1.5x of importing jinja2 and yaml
+    only while its path defines few. A new one here wants a reason (a small internal value is
+    a NamedTuple; docs/benchmarks.md), and this number raised with it."""
+    code = (
+        "import dataclasses, sys; from slurm_supernode.cli.main import main;"
+        f"rc = main(['--site', 'local', '-S', '1', '--jobs-dir', {str(tmp_path)!r},"
+        " '--dry-run', 'train.py']);"
+        "made = sorted({f'{n}.{k}' for n, m in list(sys.modules.items())"
+        " if n.startswith('slurm_supernode') for k, v in vars(m).items()"
+        " if isinstance(v, type) and dataclasses.is_dataclass(v) and v.__module__ == n});"
+        "print(len(made)); print(*made)"
+    )
+    env = dict(os.environ, SLURM_CONF="/nonexistent/slurm.conf")
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
+    (tmp_path / "train.py").write_text("")
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    count, names = proc.stdout.splitlines()[-2:]
+    assert 20 <= int(count) <= DRY_RUN_DATACLASSES, names
 
 
 def _chain(root: Path, name: str, job_id: int, **final: str) -> Path:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from slurm_supernode.errors import InputError
 
@@ -85,8 +85,7 @@ _FLAGS = {
 }  # fmt: skip
 
 
-@dataclass(frozen=True)
-class Directive:
+class Directive(NamedTuple):
     """One option from an ``#SBATCH`` line: where it was, what snrun does with it."""
 
     line: int

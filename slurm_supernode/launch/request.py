@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from slurm_supernode.errors import InputError
 from slurm_supernode.launch.imex_request import imex_network
@@ -91,10 +91,11 @@ class SbatchRequest:
         }
 
 
-@dataclass
-class _Choice:
+class _Choice(NamedTuple):
+    """The size class chosen and its super nodes."""
+
     size: int
-    pool: list[SuperNode] = field(default_factory=list)
+    pool: list[SuperNode]
 
 
 def block_ready(facts: ClusterFacts) -> bool:

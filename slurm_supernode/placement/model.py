@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, overload
+from typing import Any, NamedTuple, overload
 
 # The order tokens (`--order`, Megatron-Core's ``order``): all five, innermost first.
 DIMENSIONS = ("tp", "cp", "ep", "dp", "pp")
@@ -243,8 +243,7 @@ class RankList(Sequence[RankPlacement]):
         return f"RankList({len(self)} ranks on {len(self.nodes)} nodes x {self.nproc})"
 
 
-@dataclass(frozen=True, slots=True)
-class Check:
+class Check(NamedTuple):
     """One guarantee that was checked, with what was found."""
 
     name: str

@@ -27,8 +27,7 @@ from __future__ import annotations
 import bisect
 import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 SEARCH_BUDGET = 20_000  # search steps (slot placements tried): <= ~0.5 s; a count: deterministic
 SEARCH_SLOTS = 512  # deepest search (one level per node rank); larger ones are not tried
@@ -55,8 +54,7 @@ class GroupLine(Protocol):
     def stride(self) -> int: ...
 
 
-@dataclass(frozen=True, slots=True)
-class Minimum:
+class Minimum(NamedTuple):
     """Per dimension the fewest groups crossing super nodes (None: not computed), and how."""
 
     per_dim: dict[str, int | None]

@@ -28,13 +28,12 @@ Pure and deterministic: super nodes in site order, slots and units in rank order
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from slurm_supernode.placement import optimum
 
 
-@dataclass(frozen=True, slots=True)
-class Line:
+class Line(NamedTuple):
     """The groups of one dimension: ``size`` ranks ``stride`` apart (mixed radix)."""
 
     dim: str

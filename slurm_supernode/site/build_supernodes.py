@@ -5,8 +5,7 @@ their node specs, overrides and IPs), merged once per distinct layer combination
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import yaml
 
@@ -46,8 +45,7 @@ SN_KEYS = (
 )
 
 
-@dataclass
-class _Val:
+class _Val(NamedTuple):
     """A parsed spec value with where it came from and how specific its layer is."""
 
     value: Any

@@ -12,19 +12,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class SizeClass:
+class SizeClass(NamedTuple):
     """The super nodes of one size: nodes each (``job_size``) and how many there are."""
 
     size: int
-    count: int
+    supernodes: int
 
 
-@dataclass(frozen=True)
-class Rounded:
+class Rounded(NamedTuple):
     """``k`` whole super nodes of ``size`` nodes."""
 
     size: int
@@ -51,7 +49,7 @@ def round_up(classes: Sequence[SizeClass], n: int, *, multi: bool = True) -> Rou
         if n < 1 or cls.size < 1:
             continue
         k = math.ceil(n / cls.size)
-        if k > cls.count or (k > 1 and not multi):
+        if k > cls.supernodes or (k > 1 and not multi):
             continue
         cand = Rounded(cls.size, k)
         if best is None or (cand.total, cand.k) < (best.total, best.k):
@@ -61,7 +59,7 @@ def round_up(classes: Sequence[SizeClass], n: int, *, multi: bool = True) -> Rou
 
 def capacity(classes: Sequence[SizeClass]) -> int:
     """The most nodes one job can have on whole super nodes of one size class."""
-    return max((c.size * c.count for c in classes), default=0)
+    return max((c.size * c.supernodes for c in classes), default=0)
 
 
 def rounding_table(classes: Sequence[SizeClass], *, multi: bool) -> list[Rounded | None]:
