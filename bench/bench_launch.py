@@ -1,8 +1,10 @@
 """Issue 5 benchmarks: the login path stays light, and submission is as fast as plain sbatch.
 
-1. `snrun --dry-run -S 1 t.py` wall time against `python3 -c 'import jinja2, yaml'` (target:
-   within 1.3x, issue #26); beside it the CPU time (user+sys) of both and, with
-   `--instructions`, the instructions each executes (valgrind), which load does not move.
+1. `snrun --dry-run -S 1 t.py` against `python3 -c 'import jinja2, yaml'`: with
+   `--instructions`, the instructions each executes (valgrind callgrind, which the load does
+   not move; target: within 1.5x with nothing patched, issue #39); beside them the wall and
+   CPU time (user+sys) of both, which the load of the machine does move (issue #26 asked 1.3x
+   in time, met on a quiet host only).
 2. submit-to-RUNNING of `snrun` (target: 1.3x) and of `api.submit` from a running Python
    process (issue #26: target 1.1x) against plain `sbatch` on the local cluster,
    each submitted to a quiet cluster at a random moment of Slurm's scheduling cycle (the same
@@ -55,7 +57,8 @@ def timed_cpu(
 
 def dry_run_vs_import(runs: int, count_instructions: bool = False) -> None:
     """``snrun --dry-run -S 1 t.py`` against ``python -c 'import jinja2, yaml'`` (issue #26:
-    target <= 1.3x), median of ``runs`` paired runs, on a login node without Slurm."""
+    time: 1.3x; issue #39, instructions: 1.5x), median of ``runs`` paired runs, on a login
+    node without Slurm."""
     env = ENV | {"SLURM_CONF": "/nonexistent/slurm.conf"}  # a login node without Slurm
     # as installed (pip compiles the package): with PYTHONDONTWRITEBYTECODE set, an edited
     # module would otherwise be compiled from source in every run
@@ -72,8 +75,10 @@ def dry_run_vs_import(runs: int, count_instructions: bool = False) -> None:
             if ia is None or ib is None:
                 print("instructions   : not counted (valgrind missing or failed)")
             else:
+                verdict = "OK" if ia / ib <= 1.5 else "MISSED"
                 print(f"instructions   : {ia / 1e6:.1f} M vs {ib / 1e6:.1f} M (valgrind "
-                      f"callgrind, one run each): {ia / ib:.3f}x")  # fmt: skip
+                      f"callgrind, one run each): {ia / ib:.3f}x (target <= 1.5x) "
+                      f"{verdict}")  # fmt: skip
         runs_cpu = [(timed_cpu(snrun, env, 1, cwd=tmp)[0], timed_cpu(base, env, 1)[0])
                     for _ in range(runs)]  # fmt: skip
     pairs = [(x[0], y[0]) for x, y in runs_cpu]
