@@ -2,13 +2,13 @@
 ...), read in one place on the login node and in jobs alike: ``SnrunSettings.from_environ``.
 Apart from jobenv.py (what a process inside a job reads of Slurm and torchrun) so that the
 login node's commands do not load the job's view: every dataclass a dry run loads costs it
-~1% (docs/benchmarks.md).
+~1% (docs/benchmarks.md), hence a NamedTuple here too.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
 def parse_seconds(text: str) -> float | None:
@@ -29,8 +29,7 @@ def parse_seconds(text: str) -> float | None:
 SITE_ENV = "SNRUN_SITE"
 
 
-@dataclass(frozen=True)
-class SnrunSettings:
+class SnrunSettings(NamedTuple):
     """The user's ``SNRUN_*`` settings; an unset or empty variable is None. Values are checked
     where they are used, which knows the option they stand in for."""
 

@@ -30,8 +30,7 @@ if TYPE_CHECKING:
     from slurm_supernode.slurm.container_runtimes import ContainerRuntimes
 
 
-@dataclass(frozen=True)
-class ClusterFacts:
+class ClusterFacts(NamedTuple):
     """What the running Slurm told us (gathered by the submit step; None fields = unknown)."""
 
     version: tuple[int, int, int] | None = None

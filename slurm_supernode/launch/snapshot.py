@@ -15,10 +15,9 @@ import shutil
 import sys
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from importlib.machinery import PathFinder
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from slurm_supernode.errors import InputError
 from slurm_supernode.fsutil import write_atomic, write_json_atomic
@@ -34,8 +33,7 @@ MAX_FILES = 20000
 _SKIP_DIRS = {"__pycache__", ".git", ".hg", ".svn", ".venv", "venv", "node_modules", ".tox"}
 
 
-@dataclass(frozen=True)
-class SnapshotPlan:
+class SnapshotPlan(NamedTuple):
     """Where the code comes from and where the job finds it (decided before anything is
     copied, so the rendered script already runs the copy)."""
 

@@ -23,7 +23,7 @@ def write_sweep(plan: SweepPlan) -> None:
     first = plan.tasks[0].plan
     shared = None
     if first.snapshot is not None:  # checked before anything is written
-        shared = dataclasses.replace(first.snapshot, dest=plan.sweep_dir / "code")
+        shared = first.snapshot._replace(dest=plan.sweep_dir / "code")
         code = collect_snapshot(shared, limit_bytes(), skip=[plan.sweep_dir.parent])
     plan.sweep_dir.mkdir(parents=True, exist_ok=True)
     if shared is not None:

@@ -8,6 +8,7 @@ super node is physical (rack, then slot), never alphabetical.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 VENDORS = ("nvidia", "ascend")
 STRATEGIES = ("auto", "block", "features", "switches")
@@ -130,8 +131,7 @@ class SlurmSettings:
     node_options: tuple[tuple[str, str], ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class EnvProfile:
+class EnvProfile(NamedTuple):
     """Environment variables for the collective library (NCCL/HCCL) and PyTorch."""
 
     name: str

@@ -29,7 +29,7 @@ _SLURM_SPECIALS = set(" \t=#\"'\\")
 Loc = tuple[int, int]  # 1-based (line, col)
 
 
-@dataclass(eq=False)  # a working record of one load: never compared
+@dataclass(eq=False, repr=False)  # a working record of one load: never compared or shown
 class SourceMap:
     """Where things of the built model came from in the file (filled by the loader)."""
 
