@@ -130,17 +130,25 @@ def _why_not_available() -> str | None:
 
 def vendor_dir() -> Path | None:
     """The vendored third-party sources (pyxis, enroot): $SNRUN_MC_VENDOR, else
-    ../shared/vendor beside the repository (as CI has it); None where neither exists."""
+    ../shared/vendor beside the repository (as CI has it), else those contrib/minicluster/
+    vendor-source fetched into $SNRUN_MC_CACHE/src; None where none has them."""
     given = os.environ.get("SNRUN_MC_VENDOR")
     path = Path(given) if given else MINICLUSTER.parents[2].parent / "shared" / "vendor"
-    return path if (path / "pyxis-0.24.0.tar.gz").is_file() else None
+    cache = Path(os.environ.get("SNRUN_MC_CACHE", "/var/cache/snrun-minicluster")) / "src"
+    for folder in (path, cache):
+        if all((folder / f).is_file() for f in ("pyxis-0.24.0.tar.gz", "enroot-4.1.2.tar.gz")):
+            return folder
+    return None
 
 
 def pyxis_missing(namespaced: bool = False) -> str | None:
     """Why pyxis + enroot cannot be set up here (None: it can). A namespaced root brings its
     own Slurm headers (minicluster adds them); the host's are needed for the host's Slurm."""
     if vendor_dir() is None:
-        return "no vendored pyxis/enroot sources (../shared/vendor or $SNRUN_MC_VENDOR)"
+        return (
+            "no vendored pyxis/enroot sources (../shared/vendor, $SNRUN_MC_VENDOR; "
+            "contrib/minicluster/vendor-source pyxis-0.24.0.tar.gz fetches them)"
+        )
     need = {"mksquashfs": "squashfs-tools", "squashfuse": "squashfuse", "makeself": "makeself"}
     for cmd, pkg in need.items():
         if shutil.which(cmd) is None:
