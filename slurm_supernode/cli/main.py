@@ -20,7 +20,7 @@ from slurm_supernode import __version__
 if TYPE_CHECKING:
     import argparse
 
-    from slurm_supernode.jobenv import SnrunSettings
+    from slurm_supernode.user_settings import SnrunSettings
 
 # name -> (module under slurm_supernode.cli, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {

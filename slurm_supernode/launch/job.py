@@ -45,7 +45,8 @@ if TYPE_CHECKING:
     from slurm_supernode.placement.model import RankMap
 
 
-@dataclass(frozen=True, eq=False)  # one decision: compared by identity
+# one decision, compared by identity; no repr: it would print the whole site and script
+@dataclass(frozen=True, eq=False, repr=False)
 class JobPlan:
     """Everything decided before submission."""
 

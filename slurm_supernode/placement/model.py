@@ -123,8 +123,7 @@ class Layout:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class NodePlacement:
+class NodePlacement(NamedTuple):
     """One node of the allocation: its node rank and the device order its ranks use."""
 
     hostname: str

@@ -8,8 +8,8 @@ import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
-from slurm_supernode.jobenv import SnrunSettings
 from slurm_supernode.remote.config import Cluster
+from slurm_supernode.user_settings import SnrunSettings
 
 CONTROL_PERSIST_S = 600  # the shared connection stays this long after its last command
 CONNECT_TIMEOUT_S = 15

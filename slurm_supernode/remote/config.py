@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from slurm_supernode.errors import ConfigError, InputError, Problem
-from slurm_supernode.jobenv import SnrunSettings
+from slurm_supernode.user_settings import SnrunSettings
 
 DEFAULT_CODE_DIR = ".cache/slurm-supernode/code"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")

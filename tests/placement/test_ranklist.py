@@ -103,7 +103,7 @@ def test_index_errors_are_clear():
 def test_a_node_with_a_device_twice_fails_the_bijection_check():
     rm = build_rank_map(SITE, HOSTS[:2], Layout(tp=8))
     n0 = rm.nodes[0]
-    bad_nodes = (replace(n0, visible_devices=(0, 0, *n0.visible_devices[2:])), rm.nodes[1])
+    bad_nodes = (n0._replace(visible_devices=(0, 0, *n0.visible_devices[2:])), rm.nodes[1])
     bad = replace(rm, nodes=bad_nodes, ranks=replace(rm.ranks, nodes=bad_nodes))
     found = {c.name: c for c in checks.run_checks(bad, SITE)}
     assert not found["bijection"].ok

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from slurm_supernode.errors import ConfigError, InputError
-from slurm_supernode.jobenv import SnrunSettings
 from slurm_supernode.remote.config import clusters_file, find_cluster, load_clusters
+from slurm_supernode.user_settings import SnrunSettings
 
 
 def _write(tmp_path, text):
