@@ -280,7 +280,9 @@ def _node_summary(
         missing.append("no samples from this node (its sampler has not written yet)")
     if stale:
         missing.append(f"newest sample {age:.0f} s old: the node's sampler stopped?")
-    if samples and not devices:
+    said = samples[-1].missing if samples else {}  # what the sampler says it cannot measure
+    missing += [f"{what}: {why}" for what, why in sorted(said.items())]
+    if samples and not devices and "devices" not in said:
         missing.append("no device figures (no NVML / npu-smi on this node)")
     last = samples[-1] if samples else None
     nics = _nic_rates(samples[-2], samples[-1]) if len(samples) >= 2 else {}
@@ -353,11 +355,19 @@ def summarize(
         loss=next(
             (r.loss for r in sorted(ranks, key=lambda r: -r.last_t) if r.loss is not None), None
         ),
-        checkpoint_age_s=now - ctx.checkpoint_t if ctx.checkpoint_t is not None else None,
+        checkpoint_age_s=_checkpoint_age(records, ctx, now),
         comm=comm_figures(all_comm),
         slow=sorted(newest_slow.values(), key=lambda m: -m.ratio),
         missing=_job_missing(records, ranks, ctx),
     )
+
+
+def _checkpoint_age(records: AttemptRecords, ctx: JobContext, now: float) -> float | None:
+    """From the newest checkpoint the ranks saw (their step records carry it) or found in the
+    job's checkpoint folder, whichever is newer."""
+    times = [s.checkpoint_t for lines in records.steps.values() for s in lines]
+    known = [t for t in (*times, ctx.checkpoint_t) if t is not None]
+    return now - max(known) if known else None
 
 
 def _job_rate(per_rank: list[float | None]) -> float | None:
@@ -378,6 +388,8 @@ def _job_missing(records: AttemptRecords, ranks: list[RankStep], ctx: JobContext
         out.append("throughput unknown: the job does not say how many tokens or samples a step is")
     if not any(records.comm.values()):
         out.append("communication share unknown: no profiled window yet")
-    if ctx.checkpoint_t is None:
+    if ctx.checkpoint_t is None and not any(
+        s.checkpoint_t is not None for lines in records.steps.values() for s in lines
+    ):
         out.append("checkpoint age unknown: no checkpoint written")
     return out

@@ -395,17 +395,17 @@ def run_agent(
         _add_rank_table(launch, job_dir, site, rank_map, hostname, environ, job_id, attempt)
     # where a forked rank that raises records it at once (runtime/rank_entry.py)
     launch.env.update({"SNRUN_JOB_DIR": str(job_dir), "SNRUN_NODE": hostname} | imex.env)
-    from slurm_supernode.runtime import sampler  # the node's samples (docs/observe.md)
+    from slurm_supernode.runtime import node_watch, sampler  # samples, textfile (observe.md)
 
     launch.env.update(sampler.rank_env(site.observe, launch.env))
     _record_launch(launch, job_dir, hostname, attempt)
     os.chdir(inputs.workdir or os.getcwd())
     log_dir = str(node_log_dir(job_dir, attempt, hostname))
-    sampling = sampler.start_sampling(
-        job_dir, attempt, hostname, site.vendor, launch.devices, site.observe, environ
+    stop_watch = node_watch.start_node_watch(
+        job_dir, attempt, job_id, hostname, site, rank_map, launch.devices, environ
     )
     done, extra = _run_torchrun(launch, inputs, job_dir, environ, hostname, log_dir)
-    sampling.set()
+    stop_watch()
     code = done.code
     from slurm_supernode.runtime import ledger
     from slurm_supernode.runtime.signal_deaths import record_signal_deaths, unreported

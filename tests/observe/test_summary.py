@@ -146,3 +146,24 @@ def test_the_tail_of_a_long_file_is_enough(tmp_path):
     whole = summarize(load_attempt(tmp_path, 0), ctx(nodes=("x",)), T0 + 5000)
     cut = summarize(load_attempt(tmp_path, 0, tail_bytes=4096), ctx(nodes=("x",)), T0 + 5000)
     assert cut.node("x").ranks == whole.node("x").ranks
+
+
+def test_what_the_sampler_says_it_cannot_measure(tmp_path):
+    from slurm_supernode.observe import records
+
+    why = {"devices": "NVML: no module named pynvml"}
+    line = NodeSample(t=T0, node="x", cpu_percent=5.0, missing=why)
+    records.append(records.samples_path(tmp_path, 0, "x"), [line])
+    n = summarize(load_attempt(tmp_path, 0), ctx(nodes=("x",)), T0 + 1).node("x")
+    assert n.missing == ["devices: NVML: no module named pynvml"]
+
+
+def test_checkpoint_age_from_the_ranks_records():
+    steps = {0: [StepRecord(t=T0 + 5, rank=0, node="x", step=1, seconds=1.0, checkpoint_t=T0)]}
+    s = summarize(AttemptRecords(steps=steps), ctx(nodes=("x",)), T0 + 100)
+    assert s.checkpoint_age_s == pytest.approx(100)
+    assert not any(m.startswith("checkpoint") for m in s.missing)
+    later = summarize(
+        AttemptRecords(steps=steps), ctx(nodes=("x",), checkpoint_t=T0 + 50), T0 + 100
+    )
+    assert later.checkpoint_age_s == pytest.approx(50)
