@@ -3,8 +3,8 @@
 The arguments go there as they are (paths are the cluster's), with two exceptions that carry
 files across: the script of `snrun`/`snrun sweep` (its folder is shipped, incrementally, and
 the job runs that copy), and the output files a verb writes (`bench report --html/--json/
---prom`, `doctor --html`): written there, then copied here. `logs -f` reconnects after a
-dropped connection; `attach` and `top` get a terminal when ours is one.
+--prom`, `doctor --html`, `metrics --html`): written there, then copied here. `logs -f`
+reconnects after a dropped connection; `attach` and `top` get a terminal when ours is one.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ LIVE: dict[str, tuple[str, ...]] = {"attach": ("--py-spy",), "top": ("--once",)}
 OUTPUT_OPTIONS: dict[tuple[str, str], tuple[str, ...]] = {
     ("bench", "report"): ("--html", "--json", "--prom"),
     ("doctor", ""): ("--html",),
+    ("metrics", ""): ("--html",),
 }
 
 

@@ -57,6 +57,7 @@ def test_output_files_of_bench_report_and_doctor():
     assert cli_remote._outputs("doctor", ["-S", "1", "--html", "d.html"]) == [
         (3, "--html", "d.html")
     ]
+    assert cli_remote._outputs("metrics", ["7", "--html=m.html"]) == [(1, "--html", "m.html")]
     assert cli_remote._outputs("status", ["--json"]) == []
 
 
