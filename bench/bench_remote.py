@@ -34,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.sshd import keygen, start_sshd  # noqa: E402
+from tests.sshd import close_masters, keygen, start_sshd  # noqa: E402
 
 TICKER = """import time
 for i in range(150):
@@ -108,20 +108,7 @@ class Setup:
         return wall, len(self.trips.read_text().split()), out.stdout
 
     def close(self) -> None:
-        subprocess.run(
-            [
-                "ssh",
-                "-F",
-                str(self.base / "ssh_config"),
-                "-o",
-                f"ControlPath={self.base / 'ctl'}/%C",
-                "-O",
-                "exit",
-                "login",
-            ],
-            capture_output=True,
-            check=False,
-        )
+        close_masters(self.base / "ctl")
         self.sshd.stop()
 
 

@@ -120,3 +120,16 @@ def _listening(proc: subprocess.Popen[bytes], port: int, timeout: float) -> bool
             target=lambda: [None for _ in iter(stderr.readline, b"")], daemon=True
         ).start()
     return ok
+
+
+def close_masters(controls: Path) -> None:
+    """End every shared connection whose socket is in ``controls`` (ControlPersist would keep
+    the masters, and the server's session processes, for minutes after the tests)."""
+    for sock in controls.glob("*"):
+        if sock.is_socket():
+            subprocess.run(
+                ["ssh", "-o", f"ControlPath={sock}", "-O", "exit", "unused"],
+                capture_output=True,
+                timeout=30,
+                check=False,
+            )

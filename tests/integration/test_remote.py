@@ -18,7 +18,7 @@ import pytest
 
 from slurm_supernode.errors import InputError
 from tests.integration.helpers import ROOT, pythonpath
-from tests.sshd import keygen, start_sshd
+from tests.sshd import close_masters, keygen, start_sshd
 
 pytestmark = pytest.mark.slurm
 
@@ -123,6 +123,7 @@ def laptop(slurm_cluster, tmp_path_factory):
     try:
         yield Laptop(base, jobs)
     finally:
+        close_masters(base / "ctl")
         for server in (login, jump):
             server.stop()
 
