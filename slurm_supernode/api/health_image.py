@@ -132,6 +132,7 @@ def _planned(
         vendor=site.vendor,
         image_config=read_image_config(spec),
         home=environ.get("HOME"),
+        torchrun=False,  # no torchrun here: the enter script marks the start itself
     )
     write_launch_files(launch)
     return spec, launch

@@ -7,6 +7,7 @@ nothing more was written.
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -69,13 +70,25 @@ def open_logs(
 ) -> Iterator[str] | None:
     """The selected lines (``follow``: as they come, see ``follow_lines``); None when no
     attempt has logs yet and nothing is followed. A selection that cannot be shown (no such
-    attempt, rank or node) is refused here, before any line."""
+    attempt, rank or node) is refused here, before any line. An attempt whose container did
+    not start has no rank logs: its runtime's lines come instead (api/container_logs.py)."""
+    from slurm_supernode.api.container_logs import container_lines
+
+    wants = not selection.ranks and "stderr" in selection.streams  # node lines, on stderr
+    if wants and selection.attempt is not None and not follow:
+        _, lines = container_lines(job_dir, selection.attempt, selection.node, [])
+        if lines:
+            return iter(lines)  # that attempt ran no rank: no rank logs to look for
     known = selection.check(job_dir)
     if follow:
         return follow_lines(job_dir, selection)
+    shown, lines = container_lines(job_dir, None, selection.node, known) if wants else (None, [])
+    if lines and shown not in known:
+        return iter(lines)
     if not known:
         return None
-    return log_lines(job_dir, selection, known)
+    ranks = log_lines(job_dir, selection, known)
+    return itertools.chain(lines, ranks) if lines else ranks
 
 
 def log_lines(job_dir: Path, selection: LogSelection, known: list[int]) -> Iterator[str]:

@@ -44,7 +44,7 @@ class ContainerLaunch:
     files: dict[str, str] = field(default_factory=dict)  # path -> text (written before argv)
     dirs: tuple[str, ...] = ()  # directories to create before argv
     mounts: tuple[str, ...] = ()  # the mounts this node gets (for the record)
-    started: str = ""  # the file the container creates once it runs (the enter script's first act)
+    started: str = ""  # the file torchrun's python creates once it runs in the container
     # OCI: the bind mounts' destinations in the image's root, made before runc runs (best
     # effort): containers of several nodes that share one image root (a shared file system, or
     # a test cluster on one machine) would otherwise race in runc's own mkdir ("file exists")
@@ -65,12 +65,19 @@ def passed_env(
     }
 
 
-def enter_script(env: Mapping[str, str], workdir: str, started: str | None = None) -> str:
-    """The in-container prologue: mark the start, export, cd, shield torchrun from SIGUSR1/2,
-    exec. ``started``: a file it creates first, so the agent can tell a container that never
-    started (bad image, runtime error) from a training failure."""
+def enter_script(
+    env: Mapping[str, str], workdir: str, started: str | None = None, *, by_torchrun: bool = True
+) -> str:
+    """The in-container prologue: export, cd, shield torchrun from SIGUSR1/2, exec.
+    ``started``: the file torchrun's python creates once it has imported torchrun in the image
+    (runtime/fast_exit.py, told by ``STARTED_ENV``), so the agent tells a container that never
+    got that far (the runtime failed, no python, no torch, a missing library, a bad entry
+    point: cause ``container``) from a training failure. ``by_torchrun`` False (a command that
+    is not torchrun, e.g. health's all-reduce): the script creates it first itself."""
     lines = ["#!/bin/sh", "# written by snrun's agent: what the ranks see inside the container"]
-    if started:
+    if started and by_torchrun:
+        lines.append(f"export {STARTED_ENV}={shlex.quote(started)}")
+    elif started:
         lines.append(f": > {shlex.quote(started)}")
     lines += [f"export {k}={shlex.quote(v)}" for k, v in sorted(env.items())]
     lines += [
@@ -79,6 +86,9 @@ def enter_script(env: Mapping[str, str], workdir: str, started: str | None = Non
         'exec "$@"',
     ]
     return "\n".join(lines) + "\n"
+
+
+STARTED_ENV = "SNRUN_CONTAINER_STARTED"  # runtime/fast_exit.py reads the same name
 
 
 def node_mounts(spec: ContainerSpec, exists: Callable[[str], bool]) -> list[Mount]:

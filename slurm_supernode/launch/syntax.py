@@ -64,6 +64,12 @@ def check_module_name(name: str) -> None:
 
 def check_job_values(spec: JobSpec) -> None:
     """Every value of ``spec`` that has a syntax; the first problem raises."""
+    if spec.sbatch_args:
+        import os
+
+        from slurm_supernode.launch.container_passthrough import check_sbatch_containers
+
+        check_sbatch_containers(spec.sbatch_args, spec.workdir or os.getcwd())
     if spec.module:
         check_module_name(spec.program)
     if spec.job_name is not None:

@@ -335,9 +335,10 @@ def _run_torchrun(
     started = os.path.exists(plan.started)
     if done.code != 0 and not done.stopped and not started:
         # the enter script never ran: the image or the runtime failed, not the training
-        from slurm_supernode.runtime.container_launch import runtime_error
+        from slurm_supernode.runtime.container_launch import runtime_error, runtime_output
 
-        return done, {"container_failed": True, "error": runtime_error(done.tail, done.code)}
+        error, output = runtime_error(done.tail, done.code), runtime_output(done.tail)
+        return done, {"container_failed": True, "error": error, "output": output}
     if done.stopped and not started:
         # stopped because another node failed first, before this node's container started:
         # whether the image starts here is unknown (classify: a container that started nowhere)

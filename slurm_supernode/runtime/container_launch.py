@@ -47,10 +47,12 @@ def plan_container_launch(
     home: str | None = None,
     exists: Callable[[str], bool] = os.path.exists,
     channel_devices: Callable[[], list[tuple[str, int, int]]] = step_channel_devices,
+    torchrun: bool = True,
 ) -> ContainerLaunch:
     """``torchrun_argv`` is the bare-metal one (``PYTHON -m torch.distributed.run ...``): its
     python is replaced by the image's. ``names``: variables to pass besides snrun's own (the
-    site's and the user's env); ``image_config``: the OCI image's config.json."""
+    site's and the user's env); ``image_config``: the OCI image's config.json; ``torchrun``:
+    the command is torchrun's entry, which marks the start itself (else the enter script)."""
     if extra_mounts:
         spec = dataclasses.replace(spec, mounts=(*spec.mounts, *extra_mounts))
     mounts = node_mounts(spec, exists)
@@ -59,7 +61,7 @@ def plan_container_launch(
     passed = passed_env(env, base_env, [*spec.env, *names])
     if spec.pythonpath:
         passed["PYTHONPATH"] = os.pathsep.join([*spec.pythonpath, *_given(passed, "PYTHONPATH")])
-    files = {enter: enter_script(passed, spec.workdir, started)}
+    files = {enter: enter_script(passed, spec.workdir, started, by_torchrun=torchrun)}
     # mount points inside the job directory are made there first: not every runtime makes
     # one inside another bind mount
     inside = tuple(m.dest for m in mounts if m.dest.startswith(f"{job_dir}/"))
@@ -112,6 +114,13 @@ def runtime_error(stderr_tail: str, code: int) -> str:
     lines = [line.strip() for line in stderr_tail.splitlines() if line.strip()]
     lines = [line for line in lines if not line.startswith("srun: error:")] or lines
     return (lines[-1] if lines else f"exit code {code}")[:300]
+
+
+def runtime_output(stderr_tail: str, lines: int = 20) -> list[str]:
+    """The container's last lines (the runtime's, the shell's, python's traceback), for
+    ``snrun logs`` of an attempt whose container did not start."""
+    kept = [line.rstrip() for line in stderr_tail.splitlines() if line.strip()]
+    return [line[:500] for line in kept[-lines:]]
 
 
 def _given(env: Mapping[str, str], name: str) -> list[str]:

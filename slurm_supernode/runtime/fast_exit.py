@@ -62,6 +62,7 @@ def run(argv: list[str]) -> int:
     python_m_path()
     try:
         main = importlib.import_module(module).main
+        mark_started()
         torch_exception_log().install()  # torch's handlers exist once the module is imported
         result = main()
     except SystemExit as exc:
@@ -73,6 +74,19 @@ def run(argv: list[str]) -> int:
         sys.excepthook(*sys.exc_info())
         return 1
     return exit_code(SystemExit(result))
+
+
+STARTED_ENV = "SNRUN_CONTAINER_STARTED"  # launch/container_render.py sets it in a container
+
+
+def mark_started() -> None:
+    """In a container: torchrun imported, so the image starts (its python and torch work).
+    The file tells the agent; before it, any failure is the container's (cause ``container``),
+    after it the training's. Not passed on to the ranks."""
+    path = os.environ.pop(STARTED_ENV, None)
+    if path:
+        with contextlib.suppress(OSError):
+            open(path, "w").close()
 
 
 def torch_exception_log() -> ModuleType:

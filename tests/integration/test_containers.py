@@ -228,6 +228,40 @@ def test_an_image_that_cannot_start_fails_once_with_its_reason(
     assert "did not start on any node" in final["reason"] and "/bin/sh" in final["reason"], final
 
 
+def test_an_image_without_python_is_cause_container_with_its_own_line(
+    slurm_cluster, image: Path, tmp_path: Path
+) -> None:
+    """The test image has no python (debootstrap minbase) and the site names none of its own
+    (containers.python: python3, nothing mounted): every node's container fails before
+    torchrun; one attempt, cause `container`, the shell's own line in status and in logs."""
+    if "oci" not in container_runtimes():
+        pytest.skip(f"the test session boots Slurm {slurm_cluster.slurm} without Slurm OCI")
+    if not (slurm_cluster.conf.parent / "oci.conf").exists():
+        pytest.skip("needs Slurm OCI (runc): the cluster runs without oci.conf")
+    site = tmp_path / "site-bare.yaml"
+    site.write_text(
+        (ROOT / "site-configs" / "local.yaml").read_text() + "containers:\n  runtime: oci\n"
+    )
+    script = tmp_path / "rank.py"
+    script.write_text(RANK_SCRIPT)
+    jobs = tmp_path / "jobs"
+    job_id, job_dir = submit(
+        "--site", str(site), "-N", "2", "--allow-partial", "--nproc-per-node", "1",
+        "--container-image", str(image), "--max-restarts", "3", "-t", "5", str(script),
+        jobs=jobs,
+    )  # fmt: skip
+    final = wait_final(job_dir, timeout=120)
+    ends = attempts(job_dir)
+    assert final["state"] == "FAILED" and [a["cause"] for a in ends] == ["container"], ends
+    assert "python3: not found" in final["reason"], final
+    status = json.loads(snrun("status", str(job_id), "--json", jobs=jobs).stdout)
+    assert "python3: not found" in status["attempts"][0]["detail"]
+    logs = snrun("logs", str(job_id), jobs=jobs).stdout.splitlines()
+    heads = {line.split("]")[0] for line in logs}  # "[NODE container": each node's own
+    assert len(heads) == 2 and all(h.endswith(" container") for h in heads), logs
+    assert all("python3: not found" in line for line in logs), logs
+
+
 NAMED_SCRIPT = """\
 import json, os, sys, time
 attempt, rank = int(os.environ["SNRUN_ATTEMPT"]), int(os.environ["RANK"])

@@ -115,6 +115,11 @@ def _agents_report(job_dir: Path, attempt: int, step: dict) -> None:
         ledger.append(job_dir, "rank_failed", attempt=attempt, node=host, **raised)
     for host, code in step.get("exits", {}).items():
         ledger.append(job_dir, "node_exit", attempt=attempt, node=host, exit_code=code)
+    for host, said in step.get("container_failed", {}).items():  # the agent's record of it
+        ledger.append(
+            job_dir, "node_exit", attempt=attempt, node=host, exit_code=127,
+            container_failed=True, error=said[-1], output=said,
+        )  # fmt: skip
     for host, error in step.get("config_errors", {}).items():
         ledger.append(
             job_dir, "node_exit", attempt=attempt, node=host, exit_code=2, error=error,
