@@ -20,7 +20,7 @@ install:  ## apt (Slurm, munge, debootstrap) + pip (the package, dev tools, CPU 
 	bash contrib/install-deps.sh
 
 demo: install  ## boot the local cluster and run a real 2-super-node job through snrun
-	bash contrib/demo.sh
+	SNRUN_SLURM=$(SLURM) bash contrib/demo.sh
 
 lint:
 	ruff check slurm_supernode tests bench contrib

@@ -36,7 +36,8 @@ def run_sweep(ns: argparse.Namespace, spec: JobSpec, grid: Grid) -> int:
     if not ns.wait:
         return 0
     summary = sweep.wait()
-    print(f"snrun: sweep {summary['state']}: {summary['counts']}", file=sys.stderr)
+    counts = ", ".join(f"{n} {state}" for state, n in sorted(summary["counts"].items()))
+    print(f"snrun: sweep {summary['state']}: {counts}", file=sys.stderr)
     return 0 if summary["state"] == "COMPLETED" else 1
 
 

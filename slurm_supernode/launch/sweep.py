@@ -129,13 +129,14 @@ def plan_sweep(
         )
     logs = tasks_dir / "%a" / "logs" / "slurm-%j.out"
     request = plan_request(spec, site, facts, output=str(logs))
-    script = _array_script(first, tasks_dir, site)
+    draft = SweepPlan(spec, grid, sweep_dir, tuple(tasks), "", (), throttle)
+    args = (*request.sbatch_args(), f"--array={draft.array}")
+    # the script's header shows the sbatch command as sbatch gets it (tasks/%a, not task 0's)
+    script = _array_script(first, tasks_dir, site, args)
     tasks = [
         SweepTask(t.index, t.params, dataclasses.replace(t.plan, script=script)) for t in tasks
     ]
-    draft = SweepPlan(spec, grid, sweep_dir, tuple(tasks), script, (), throttle)
-    args = (*request.sbatch_args(), f"--array={draft.array}")
-    return dataclasses.replace(draft, array_args=args)
+    return dataclasses.replace(draft, tasks=tuple(tasks), script=script, array_args=args)
 
 
 def _check_sweep_spec(spec: JobSpec, grid: Grid, throttle: int | None) -> None:
@@ -160,7 +161,7 @@ def _check_sweep_spec(spec: JobSpec, grid: Grid, throttle: int | None) -> None:
         raise InputError("a sweep's tasks cannot share one exact node list", where="--nodelist")
 
 
-def _array_script(first: JobPlan, tasks_dir: Path, site: Site) -> str:
+def _array_script(first: JobPlan, tasks_dir: Path, site: Site, array_args: tuple[str, ...]) -> str:
     """The batch script every task runs: its job directory is ``tasks/$SLURM_ARRAY_TASK_ID``
     (a resubmitted task is a one-task array, ``--array=<i>``, so the same holds); the program
     and its arguments come from that directory's plan.json."""
@@ -171,5 +172,6 @@ def _array_script(first: JobPlan, tasks_dir: Path, site: Site) -> str:
         "job_dir": Raw(task_dir),
         "site_file": Raw(task_dir + "/site.yaml"),
         "program_argv": [],
+        "sbatch_args": list(array_args),
     }
     return render_sbatch(context, first.spec.template, first.spec.blocks)

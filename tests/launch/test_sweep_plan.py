@@ -135,3 +135,39 @@ def test_options_a_sweep_cannot_honour_are_refused(work, change, where):
 
 def test_substitute_replaces_only_grid_names_and_task():
     assert substitute("{lr}/{task}/{other}/{}", {"lr": "1e-4"}, 3) == "1e-4/3/{other}/{}"
+
+
+def test_the_dry_run_shows_the_output_path_as_sbatch_gets_it(work):
+    """The array script's header and the sbatch command agree: `tasks/%a`, never task 0's
+    own directory (issue #38)."""
+    grid = build_grid(["seed=0-2"])
+    plan = plan_sweep(spec_in(work), grid, SITE, FEATURES, jobs_root=work / "jobs")
+    tasks_dir = plan.sweep_dir / "tasks"
+    header = [line for line in plan.script.splitlines() if line.startswith("#   --")]
+    assert f"#   --output={tasks_dir}/%a/logs/slurm-%j.out" in header
+    assert "#   --array=0-2" in header
+    assert not any(f"{tasks_dir}/0/" in line for line in header), header
+    assert [line[4:] for line in header] == list(plan.array_args)
+
+
+def test_the_last_line_of_a_waited_sweep_is_words(work, monkeypatch, capsys):
+    """`snrun --sweep ... -W`: the end in words (`2 COMPLETED, 1 FAILED`), not a dict."""
+    import argparse
+
+    from slurm_supernode.api import sweep as api_sweep
+    from slurm_supernode.cli.sweep_run import run_sweep
+
+    class Done:
+        array_job_id = 77
+
+        def wait(self):
+            return {"state": "FAILED", "counts": {"COMPLETED": 2, "FAILED": 1}}
+
+    planned = plan_sweep(spec_in(work), build_grid(["seed=0-2"]), SITE, FEATURES,
+                         jobs_root=work / "jobs")  # fmt: skip
+    monkeypatch.setattr(api_sweep, "plan", lambda *a, **k: planned)
+    monkeypatch.setattr(api_sweep, "submit_sweep", lambda *a, **k: Done())
+    ns = argparse.Namespace(throttle=None, dry_run=False, after=None, parsable=True, wait=True)
+    assert run_sweep(ns, spec_in(work), build_grid(["seed=0-2"])) == 1
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last == "snrun: sweep FAILED: 2 COMPLETED, 1 FAILED"
