@@ -104,7 +104,7 @@ def check_type(value: object, hint: Any, where: str) -> Any:
     raise InputError(
         f"{where} must be {_describe(hint)}, not {shown(value)}{more}",
         where=where,
-        hint=f"see {where.split('.')[0]} in docs/api.md",
+        hint=f"see {where.split('.')[0]} in docs/api.md" if "." in where else "see docs/api.md",
     )
 
 

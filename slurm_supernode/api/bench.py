@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from slurm_supernode.api.checked import checked
 from slurm_supernode.api.site_ref import site_argument
 from slurm_supernode.bench.submit import BenchJob
 
@@ -41,6 +42,7 @@ class BenchOutcome:
     cause: str | None = None  # the forensics' last failure, when it did not complete
 
 
+@checked
 def plan_bench_job(job: BenchJob, *, require_slurm: bool = False) -> JobPlan:
     """The bench job's plan (script, request, job directory); no side effect."""
     from slurm_supernode.bench.submit import bench_container, plan_bench
@@ -56,6 +58,7 @@ def plan_bench_job(job: BenchJob, *, require_slurm: bool = False) -> JobPlan:
     return plan_bench(site, job, facts, jobs_root=root)
 
 
+@checked
 def submit_bench(job: BenchJob, *, dry_run: bool = False) -> BenchSubmission:
     """Plan the bench job and (unless ``dry_run``) submit it."""
     plan = plan_bench_job(job, require_slurm=not dry_run)

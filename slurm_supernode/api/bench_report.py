@@ -8,6 +8,7 @@ import json
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
+from slurm_supernode.api.checked import checked
 from slurm_supernode.bench.report import Thresholds, build_reports, exit_code
 from slurm_supernode.bench.store import open_store
 from slurm_supernode.bench.sweep import parse_size
@@ -97,6 +98,7 @@ def default_db() -> str:
     return SnrunSettings.from_environ().bench_db or PathSettings().results_db
 
 
+@checked
 def bench_report(
     *,
     db: str | None = None,

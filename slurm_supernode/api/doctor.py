@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from slurm_supernode.api.checked import checked
 from slurm_supernode.api.site_ref import site_argument
 from slurm_supernode.doctor.job import DoctorJob
 from slurm_supernode.errors import InputError, JobError
@@ -78,6 +79,7 @@ def _prepared(
     return site, job, plan_doctor(site, job, facts, jobs_root=root)
 
 
+@checked
 def plan_doctor_job(
     job: DoctorJob, *, jobs_dir: str | None = None, in_job: int | None = None
 ) -> JobPlan:
@@ -85,6 +87,7 @@ def plan_doctor_job(
     return _prepared(job, jobs_dir, in_job, dry_run=True)[2]
 
 
+@checked
 def run_doctor(
     job: DoctorJob,
     *,
@@ -131,6 +134,7 @@ def run_doctor(
     return dataclasses.replace(outcome, job_id=job_id, job_dir=plan.job_dir)
 
 
+@checked
 def judge_facts_file(
     path: str, *, site: str | None = None, html: str | None = None, prom: str | None = None
 ) -> DoctorOutcome:

@@ -8,6 +8,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from slurm_supernode.api.checked import checked
 from slurm_supernode.health.probe import HealthOptions
 from slurm_supernode.jobenv import JobEnvironment
 from slurm_supernode.user_settings import SnrunSettings
@@ -61,6 +62,7 @@ def load_optional_site(site: str | None) -> Site | None:
     return load_site(site)
 
 
+@checked
 def check_node(
     options: HealthOptions,
     *,

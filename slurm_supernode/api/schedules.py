@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from slurm_supernode.api.bench import BenchSubmission, submit_bench
+from slurm_supernode.api.checked import checked
 from slurm_supernode.api.site_ref import site_argument
 from slurm_supernode.bench import schedule as sch
 from slurm_supernode.bench.schedule import Schedule
@@ -77,6 +78,7 @@ def registry_of(site_arg: str | None) -> tuple[Site, Path]:
     return site, sch.registry_path(site.paths.state_dir)
 
 
+@checked
 def install_schedule(
     spec: BenchJob,
     at: str,
@@ -160,6 +162,7 @@ def _submit_chained(entry: Schedule, registry: Path, begin: datetime | None) -> 
     return job_id
 
 
+@checked
 def submit_next_run(name: str, *, site: str | None = None) -> NextRun:
     """The schedule's entry point: scrontab submits tonight's bench now; a chained job
     submits the next night's, unless a successor already waits (a rerun never doubles it)."""
@@ -183,6 +186,7 @@ def submit_next_run(name: str, *, site: str | None = None) -> NextRun:
     return NextRun(name, entry, _submit_chained(entry, registry, begin), begin)
 
 
+@checked
 def list_schedules(*, site: str | None = None) -> tuple[Path, tuple[ScheduleStatus, ...]]:
     """(registry path, every schedule with its queued jobs)."""
     from slurm_supernode.errors import SlurmError
@@ -204,6 +208,7 @@ def list_schedules(*, site: str | None = None) -> tuple[Path, tuple[ScheduleStat
     return registry, tuple(rows)
 
 
+@checked
 def remove_schedule(key: str, *, site: str | None = None) -> Removed:
     """Remove a schedule (name or id) from the registry first (a running job then finds
     nothing to resubmit), then its scrontab entry, then cancel its pending jobs."""

@@ -57,26 +57,38 @@ def _parameters() -> dict[str, str]:
     return table | _SPECIAL
 
 
-def parameter_of(option: str) -> str | None:
-    """``-t/--time`` -> ``JobSpec.time``; None for what is no option of snrun's."""
+def parameter_of(option: str, owners: tuple[type, ...] = ()) -> str | None:
+    """``-t/--time`` -> ``JobSpec.time``; with ``owners`` (the dataclasses an operation takes:
+    ``BenchJob``...) their fields (``--iters`` -> ``BenchJob.iters``, ``--container-mounts``
+    -> ``ContainerOptions.mounts``). None for what is no option of snrun's."""
     long = option.split("/")[-1]
-    return _parameters().get(long)
+    if not owners:
+        return _parameters().get(long)
+    name = long.lstrip("-").replace("-", "_")
+    if name.startswith("container_"):
+        return f"ContainerOptions.{name.removeprefix('container_')}"
+    for cls in owners:
+        fields = {f.name for f in dataclasses.fields(cls)}
+        for candidate in (name, f"{name}s"):  # --path: the field paths
+            if candidate in fields:
+                return f"{cls.__name__}.{candidate}"
+    return None
 
 
-def _rename(text: str) -> str:
+def _rename(text: str, owners: tuple[type, ...]) -> str:
     def one(m: re.Match[str]) -> str:
-        return parameter_of(m.group(0)) or m.group(0)
+        return parameter_of(m.group(0), owners) or m.group(0)
 
     return _OPTION.sub(one, text)
 
 
-def to_api_words(exc: InputError) -> InputError:
+def to_api_words(exc: InputError, owners: tuple[type, ...] = ()) -> InputError:
     """``exc`` with the options it names renamed into the API's parameters (in place)."""
     if exc.where is not None:
-        exc.where = _WHERE.get(exc.where) or parameter_of(exc.where) or exc.where
-    exc.message = _rename(exc.message)
+        exc.where = _WHERE.get(exc.where) or parameter_of(exc.where, owners) or exc.where
+    exc.message = _rename(exc.message, owners)
     if exc.hint is not None:
-        exc.hint = _rename(exc.hint)
+        exc.hint = _rename(exc.hint, owners)
     exc.args = (exc.message,)
     return exc
 
@@ -94,6 +106,11 @@ def in_api_words(func: Callable[P, R]) -> Callable[P, R]:
             raise
 
     return wrapper
+
+
+def on_command_line() -> bool:
+    """Is the command line calling (its errors keep the options' names)?"""
+    return _COMMAND_LINE.get()
 
 
 @contextlib.contextmanager

@@ -207,3 +207,77 @@ def test_the_fake_sbatch_would_show_a_submission(no_slurm):
 
     run_slurm(["sbatch", "--parsable", "x"], timeout=10, check=False)
     assert no_slurm.read_text().strip() == "--parsable x"
+
+
+# ----- the operations: doctor, health, bench, schedules, bench report -------------------------
+
+from slurm_supernode.api import bench, doctor, health, schedules  # noqa: E402
+from slurm_supernode.api.bench_report import bench_report  # noqa: E402
+from slurm_supernode.bench.submit import BenchJob  # noqa: E402
+from slurm_supernode.doctor.job import DoctorJob  # noqa: E402
+from slurm_supernode.health.probe import HealthOptions  # noqa: E402
+
+
+@pytest.mark.parametrize(
+    ("call", "where"),
+    [
+        (lambda: bench.submit_bench("sn0", dry_run=True), "job"),
+        (lambda: bench.submit_bench(BenchJob(iters="20", site_arg="local"), dry_run=True),
+         "BenchJob.iters"),
+        (lambda: bench.plan_bench_job(BenchJob(count=0, site_arg="local")), "BenchJob.count"),
+        (lambda: bench.plan_bench_job(BenchJob(profiles="fast", site_arg="local")),
+         "BenchJob.profiles"),
+        (lambda: doctor.plan_doctor_job("x"), "job"),
+        (lambda: doctor.plan_doctor_job(DoctorJob(count="1", site_arg="local")), "DoctorJob.count"),
+        (lambda: doctor.plan_doctor_job(DoctorJob(hosts="n4", site_arg="local")),
+         "DoctorJob.hosts"),
+        (lambda: doctor.run_doctor(DoctorJob(count=1, site_arg="local"), timeout="10"), "timeout"),
+        (lambda: doctor.judge_facts_file(3, site="local"), "path"),
+        (lambda: health.check_node("n3", site="local"), "options"),
+        (lambda: health.check_node(HealthOptions(node=3), site="local"), "HealthOptions.node"),
+        (lambda: health.check_node(HealthOptions(node="n3", paths="/x"), site="local"),
+         "HealthOptions.paths"),
+        (lambda: health.check_node(HealthOptions(node="n3", timeout=float("nan")), site="local"),
+         "HealthOptions.timeout"),
+        (lambda: health.check_node(HealthOptions(node="n3"), site="local", drain="yes"), "drain"),
+        (lambda: schedules.install_schedule(BenchJob(site_arg="local"), 230), "at"),
+        (lambda: schedules.remove_schedule(None, site="local"), "key"),
+        (lambda: bench_report(site="local", min_bytes=[1]), "min_bytes"),
+        (lambda: bench_report(site="local", baseline_runs=0), "baseline_runs"),
+    ],
+)  # fmt: skip
+def test_operations_check_their_arguments(no_slurm, call, where):
+    assert refused(call).where == where
+
+
+def test_operations_errors_below_speak_of_their_fields(no_slurm):
+    opts = HealthOptions(node="n3", allreduce=True, container={"mounts": "/a"})
+    err = refused(health.check_node, opts, site="local")
+    assert "ContainerOptions.mounts without ContainerOptions.image" in err.message
+
+
+JOBS = {
+    BenchJob: [f.name for f in dataclasses.fields(BenchJob) if f.name != "site_arg"],
+    DoctorJob: [f.name for f in dataclasses.fields(DoctorJob) if f.name != "site_arg"],
+}
+
+
+@FUZZ
+@given(
+    st.sampled_from(sorted(JOBS, key=lambda c: c.__name__)),
+    st.data(),
+)
+def test_fuzz_the_operations(no_slurm, cls, data):
+    """Any types and values in a bench or doctor job's fields: its plan or an InputError, and
+    a bench's dry run submits nothing."""
+    fields = data.draw(st.dictionaries(st.sampled_from(JOBS[cls]), ANY, min_size=1, max_size=3))
+    try:
+        job = cls(**fields, site_arg="local")
+    except InputError:
+        return  # refused where it is made (its container, as ContainerOptions.of checks it)
+    if cls is BenchJob:
+        only_input_errors(lambda: bench.submit_bench(job, dry_run=True))
+        only_input_errors(lambda: bench.plan_bench_job(job))
+    else:
+        only_input_errors(lambda: doctor.plan_doctor_job(job))
+    assert no_slurm.read_text() == ""

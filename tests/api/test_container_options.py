@@ -81,7 +81,7 @@ def test_the_doctor_and_the_bench_plan_in_the_image_given(oci_site, tmp_path) ->
     spec = sub.plan.inputs.container_spec()
     assert spec is not None and spec.image == img and spec.pythonpath  # snrun's package inside
     # companions without an image are refused, as on the command line
-    with pytest.raises(InputError, match="--container-mounts without --container-image"):
+    with pytest.raises(InputError, match="ContainerOptions.mounts without ContainerOptions.image"):
         doctor.plan_doctor_job(DoctorJob(site_arg=oci_site, container={"mounts": "/d:/d"}))
     with pytest.raises(InputError, match="does not exist"):
         doctor.plan_doctor_job(DoctorJob(site_arg=oci_site, container={"image": img + "x"}))

@@ -105,7 +105,7 @@ def test_pyxis_runs_it_as_a_step_of_the_job_and_is_refused_outside_one(image_sit
     site = image_site.use("pyxis")
     with pytest.raises(InputError, match="only as a step of a job") as err:
         check_node(_options(image_site.image), site=site)
-    assert err.value.where == "--container-image"
+    assert err.value.where == "ContainerOptions.image"  # the API's words
     monkeypatch.setenv("SLURM_JOB_ID", "42")
     monkeypatch.setenv("SLURM_SCRIPT_CONTEXT", "prolog_slurmd")  # no step starts in a prolog
     with pytest.raises(InputError, match="only as a step of a job"):
@@ -146,7 +146,7 @@ def test_requests_that_cannot_run_in_an_image_are_refused(image_site, capsys):
     site = image_site.use("apptainer")
     with pytest.raises(InputError, match="only the all-reduce runs in an image"):
         check_node(HealthOptions(node="n0", container=ContainerOptions(image="x")), site=site)
-    with pytest.raises(InputError, match="--container-mounts without --container-image"):
+    with pytest.raises(InputError, match="ContainerOptions.mounts without ContainerOptions.image"):
         opts = HealthOptions(node="n0", allreduce=True, container=ContainerOptions(mounts="/a"))
         check_node(opts, site=site)
     with pytest.raises(InputError, match="come from the site"):
