@@ -130,13 +130,13 @@ def checked(func: Callable[P, R]) -> Callable[P, R]:
         try:
             return func(*bound.args, **bound.kwargs)
         except InputError as exc:
-            _in_api_words(exc, hints)
+            _in_api_words(exc, hints, tuple(signature.parameters))
             raise
 
     return wrapper
 
 
-def _in_api_words(exc: InputError, hints: Mapping[str, Any]) -> None:
+def _in_api_words(exc: InputError, hints: Mapping[str, Any], params: tuple[str, ...]) -> None:
     """The layers' option names as this operation's parameters (outside the command line)."""
     from slurm_supernode.api.wording import on_command_line, to_api_words
     from slurm_supernode.errors import ConfigError
@@ -144,4 +144,4 @@ def _in_api_words(exc: InputError, hints: Mapping[str, Any]) -> None:
     if on_command_line() or isinstance(exc, ConfigError):
         return
     owners = tuple(h for h in hints.values() if isinstance(h, type) and dataclasses.is_dataclass(h))
-    to_api_words(exc, owners)
+    to_api_words(exc, owners, params)

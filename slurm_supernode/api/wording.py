@@ -57,7 +57,9 @@ def _parameters() -> dict[str, str]:
     return table | _SPECIAL
 
 
-def parameter_of(option: str, owners: tuple[type, ...] = ()) -> str | None:
+def parameter_of(
+    option: str, owners: tuple[type, ...] = (), params: tuple[str, ...] = ()
+) -> str | None:
     """``-t/--time`` -> ``JobSpec.time``; with ``owners`` (the dataclasses an operation takes:
     ``BenchJob``...) their fields (``--iters`` -> ``BenchJob.iters``, ``--container-mounts``
     -> ``ContainerOptions.mounts``). None for what is no option of snrun's."""
@@ -65,6 +67,8 @@ def parameter_of(option: str, owners: tuple[type, ...] = ()) -> str | None:
     if not owners:
         return _parameters().get(long)
     name = long.lstrip("-").replace("-", "_")
+    if name in params:  # the operation's own parameter (drain, resume_ok, timeout...)
+        return name
     if name.startswith("container_"):
         return f"ContainerOptions.{name.removeprefix('container_')}"
     for cls in owners:
@@ -75,20 +79,24 @@ def parameter_of(option: str, owners: tuple[type, ...] = ()) -> str | None:
     return None
 
 
-def _rename(text: str, owners: tuple[type, ...]) -> str:
+def _rename(text: str, owners: tuple[type, ...], params: tuple[str, ...]) -> str:
     def one(m: re.Match[str]) -> str:
-        return parameter_of(m.group(0), owners) or m.group(0)
+        return parameter_of(m.group(0), owners, params) or m.group(0)
 
     return _OPTION.sub(one, text)
 
 
-def to_api_words(exc: InputError, owners: tuple[type, ...] = ()) -> InputError:
-    """``exc`` with the options it names renamed into the API's parameters (in place)."""
+def to_api_words(
+    exc: InputError, owners: tuple[type, ...] = (), params: tuple[str, ...] = ()
+) -> InputError:
+    """``exc`` with the options it names renamed into the API's parameters (in place):
+    ``owners``/``params``, an operation's dataclasses and parameters (api/checked.py)."""
     if exc.where is not None:
-        exc.where = _WHERE.get(exc.where) or parameter_of(exc.where, owners) or exc.where
-    exc.message = _rename(exc.message, owners)
+        where = _WHERE.get(exc.where) or parameter_of(exc.where, owners, params)
+        exc.where = where or exc.where
+    exc.message = _rename(exc.message, owners, params)
     if exc.hint is not None:
-        exc.hint = _rename(exc.hint, owners)
+        exc.hint = _rename(exc.hint, owners, params)
     exc.args = (exc.message,)
     return exc
 

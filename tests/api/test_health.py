@@ -53,10 +53,12 @@ def test_an_admin_drain_keeps_its_reason_and_only_snrun_drains_are_resumed(tmp_p
 
 def test_bad_requests_are_input_errors(tmp_path, slurm_node):
     site = _site(tmp_path, 4)
-    with pytest.raises(InputError, match="needs --min-free-gb"):
+    with pytest.raises(InputError, match="needs HealthOptions.min_free_gb") as err:
         check_node(HealthOptions(node="n1", paths=("/tmp",)), site=site)
-    with pytest.raises(InputError, match="not both"):
+    assert err.value.where == "HealthOptions.paths"  # the API's words, not --path
+    with pytest.raises(InputError, match="not both") as err:
         check_node(HealthOptions(node="n1"), site=site, drain=True, resume_ok=True)
+    assert (err.value.where, err.value.hint) == ("drain", "drop resume_ok")
     with pytest.raises(InputError, match="Slurm has no node 'zz'"):
         check_node(HealthOptions(node="zz"), site=site, drain=True)
 
