@@ -122,8 +122,9 @@ def run_doctor(
     path = plan.job_dir / FACTS_FILE
     if not path.exists():
         from slurm_supernode.forensics.report import last_failure
+        from slurm_supernode.runtime.ledger import rank_failures
 
-        cause = last_failure(plan.job_dir)
+        cause = last_failure(plan.job_dir, rank_failures(plan.job_dir))
         raise JobError(
             f"doctor job {job_id} ended ({state}) without results"
             + (f": {cause}" if cause else ""),

@@ -10,8 +10,9 @@ node rank (``env/<node>.<attempt>.json``) times the processes per node plus the 
 from __future__ import annotations
 
 import json
+import math
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -98,6 +99,13 @@ def rank_logs(job_dir: Path, attempt: int) -> list[RankLog]:
     return sorted(out, key=lambda r: (r.rank is None, r.rank or 0, r.node, r.local_rank))
 
 
+def split_error(text: str) -> tuple[str, str]:
+    """``("RuntimeError", "boom")`` from ``RuntimeError: boom``; ``("", text)`` for words that
+    name no exception type (``killed by signal 9 (SIGKILL)``)."""
+    etype, sep, rest = text.partition(": ")
+    return (etype, rest) if sep and " " not in etype else ("", text)
+
+
 def read_error_file(path: Path) -> dict[str, Any] | None:
     """torchelastic's error file: ``{"message": {"message": "Type: text", "extraInfo":
     {"py_callstack": ..., "timestamp": ...}}}`` (torch's @record; an older form has a plain
@@ -116,9 +124,7 @@ def read_error_file(path: Path) -> dict[str, Any] | None:
         text, stamp, trace = msg, data.get("timestamp"), None
     else:
         return None
-    etype, sep, rest = text.partition(": ")
-    if not sep or " " in etype:
-        etype, rest = "", text
+    etype, rest = split_error(text)
     try:
         when = int(stamp) if stamp is not None else int(path.stat().st_mtime)
     except (TypeError, ValueError):
@@ -126,28 +132,68 @@ def read_error_file(path: Path) -> dict[str, Any] | None:
     return {"type": etype, "message": rest, "timestamp": when, "traceback": trace}
 
 
-def first_error(job_dir: Path, attempt: int) -> dict[str, Any] | None:
-    """The first failing rank of the attempt (smallest timestamp, as torchelastic decides),
-    with the exception's type and message and where its full log is."""
-    found = []
-    for r in rank_logs(job_dir, attempt):
+def first_error(
+    job_dir: Path, attempt: int, failures: Sequence[Mapping[str, Any]] = ()
+) -> dict[str, Any] | None:
+    """The first failing rank of the attempt, with the exception's type and message and where
+    its full log is.
+
+    ``failures``: the attempt's ``rank_failed`` records from the ledger (``{"rank",
+    "local_rank", "node", "error", "at"}``, ``ledger.Attempt.rank_failures``): when each rank
+    failed, written by the rank itself as it raised, or by its agent, dated when it last saw
+    it alive, for a rank killed by a signal (which writes nothing). Ranks are ordered by that
+    time; a rank the ledger does not have (its record could not be written) by its error
+    file's timestamp, as torchelastic decides. The exception's words come from the rank's
+    error file (torch's own, or snrun's error hook's) where it has one, else from its record."""
+    logs = rank_logs(job_dir, attempt)
+    by_rank = {r.rank: r for r in logs if r.rank is not None}
+    by_place = {(r.node, r.local_rank): r for r in logs}
+    when: dict[int, Mapping[str, Any]] = {}
+    for f in failures:
+        rank = f.get("rank")
+        if isinstance(rank, int) and (rank not in when or f["at"] < when[rank]["at"]):
+            when[rank] = f
+    found: list[tuple[tuple[int, int], dict[str, Any]]] = []
+    for r in logs:
         err = read_error_file(r.error_file)
-        if err:
-            # torch's timestamps are whole seconds: the file's own time breaks a tie
-            order = (err["timestamp"], r.error_file.stat().st_mtime_ns)
-            found.append((order, r, err))
+        if not err:
+            continue
+        rec = when.pop(r.rank, None) if r.rank is not None else None
+        # torch's timestamps are whole seconds: the file's own time breaks a tie
+        order = _when(rec["at"]) if rec else (err["timestamp"], r.error_file.stat().st_mtime_ns)
+        found.append((order, _failure(r, r.node, err["type"], err["message"])))
+    for rank, rec in when.items():  # failed without an error file: killed by a signal
+        node, local = str(rec.get("node")), rec.get("local_rank")
+        folder = by_rank.get(rank) or (
+            by_place.get((node, local)) if isinstance(local, int) else None
+        )
+        failure = _failure(folder, node, *split_error(str(rec.get("error") or "")), rank)
+        if folder is None:  # torchrun made no folder for it: the node's logs
+            failure["log"] = str(node_log_dir(job_dir, attempt, node))
+        found.append((_when(rec["at"]), failure))
     if not found:
         return None
-    _, r, err = min(found, key=lambda x: x[0])
+    first = min(found, key=lambda x: x[0])[1]
+    return {**first, "failed_ranks": len(found)}
+
+
+def _when(at: float) -> tuple[int, int]:
+    """A ledger time as an error file's order key (whole seconds, then nanoseconds), so a rank
+    that only has an error file compares right against one the ledger dates."""
+    return (int(at), int(at * 1e9)) if at != math.inf else (2**62, 2**62)
+
+
+def _failure(
+    r: RankLog | None, node: str, etype: str, message: str, rank: int | None = None
+) -> dict[str, Any]:
     return {
-        "rank": r.rank,
-        "node": r.node,
-        "local_rank": r.local_rank,
-        "type": err["type"],
-        "message": err["message"],
-        "error_file": str(r.error_file),
-        "log": str(r.stderr),
-        "failed_ranks": len(found),
+        "rank": r.rank if r and r.rank is not None else rank,
+        "node": node,
+        "local_rank": r.local_rank if r else None,
+        "type": etype,
+        "message": message,
+        "error_file": str(r.error_file) if r and r.error_file.exists() else None,
+        "log": str(r.stderr) if r else "",
     }
 
 

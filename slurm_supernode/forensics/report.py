@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -9,16 +10,18 @@ from slurm_supernode.forensics.logs import attempt_dir, attempts_with_logs, firs
 
 
 def attempt_evidence(job_dir: Path, attempt: dict[str, Any]) -> dict[str, Any]:
-    """The attempt's record plus ``error`` (the first failing rank's exception, from
-    torchelastic's error files), ``logs`` (its log folder) and ``stacks`` (stack dumps taken
-    before a hung or timed-out attempt was stopped)."""
+    """The attempt's record plus ``error`` (the first failing rank's exception: ranks in the
+    order of the ledger's ``rank_failures``, words from torchelastic's error files), ``logs``
+    (its log folder) and ``stacks`` (stack dumps taken before a hung or timed-out attempt was
+    stopped)."""
     out = dict(attempt)
+    failures = out.pop("rank_failures", None) or ()
     n = attempt["attempt"]
     folder = attempt_dir(job_dir, n)
     out["logs"] = str(folder) if folder.is_dir() else None
     # a stopped job's ranks die of the signal (SignalException): that is no cause to show
     failed = attempt.get("cause") not in ("success", "cancelled", "preemption", "time_limit")
-    out["error"] = first_error(job_dir, n) if failed else None
+    out["error"] = first_error(job_dir, n, failures) if failed else None
     stacks = folder / "stacks"
     out["stacks"] = str(stacks) if stacks.is_dir() and any(stacks.iterdir()) else None
     return out
@@ -32,11 +35,14 @@ def cause_in_words(err: dict[str, Any]) -> str:
     return f"{who} on {err['node']}: {text}{more}"
 
 
-def last_failure(job_dir: Path) -> str | None:
+def last_failure(
+    job_dir: Path, failures: Mapping[int, Sequence[Mapping[str, Any]]] | None = None
+) -> str | None:
     """The failing rank's exception of the job's latest attempt that has one, in words with
-    its log (for the one-line error of a failed doctor or bench job); None if none failed so."""
+    its log (for the one-line error of a failed doctor or bench job); None if none failed so.
+    ``failures``: attempt -> its ``rank_failures`` from the ledger (``first_error``)."""
     for n in sorted(attempts_with_logs(job_dir), reverse=True):
-        err = first_error(job_dir, n)
+        err = first_error(job_dir, n, (failures or {}).get(n, ()))
         if err:
             return f"{cause_in_words(err)} (log {err['log']})"
     return None

@@ -428,7 +428,6 @@ def run_agent(
     if ranks or seen:
         record_signal_deaths(
             job_dir,
-            Path(log_dir),
             attempt=attempt,
             node=hostname,
             ranks=ranks + seen,

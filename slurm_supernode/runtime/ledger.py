@@ -108,6 +108,9 @@ class Attempt:
     rank_errors: dict[str, str] = field(default_factory=dict)
     rank_error_times: dict[str, float] = field(default_factory=dict)  # when each failed
     rank_points: dict[str, str] = field(default_factory=dict)  # node -> where that rank failed
+    # every rank_failed: {"rank", "local_rank", "node", "error", "at"}; ``at``: when the rank
+    # failed (killed by a signal: when it died), the order ``snrun status`` names ranks in
+    rank_failures: list[dict[str, Any]] = field(default_factory=list)
     # nodes whose container did not start -> why (the runtime's last words)
     container_failed: dict[str, str] = field(default_factory=dict)
     # nodes whose IMEX preflight failed, or whose ranks' NCCL said the channel is missing -> why
@@ -166,6 +169,15 @@ def fold(records: list[dict[str, Any]] | Iterator[dict[str, Any]]) -> Chain:
             # after its peers' errors about it, but carries when it died
             at = rec.get("died", rec.get("time"))
             at = float(at) if isinstance(at, (int, float)) else math.inf
+            a.rank_failures.append(
+                {
+                    "rank": rec.get("rank"),
+                    "local_rank": rec.get("local_rank"),
+                    "node": node,
+                    "error": rec.get("error"),
+                    "at": at,
+                }
+            )
             if node not in a.rank_errors or at < a.rank_error_times[node]:
                 a.rank_errors[node] = f"rank {rec.get('rank')}: {rec.get('error')}"
                 a.rank_error_times[node] = at
@@ -180,6 +192,12 @@ def fold(records: list[dict[str, Any]] | Iterator[dict[str, Any]]) -> Chain:
             a.detail = rec.get("detail")
             a.progress = rec.get("progress")
     return Chain(attempts=[attempts[k] for k in sorted(attempts)], final=final, job_ids=job_ids)
+
+
+def rank_failures(job_dir: Path) -> dict[int, list[dict[str, Any]]]:
+    """Attempt -> its ranks' failures, in the order they were recorded (``Attempt.rank_failures``:
+    what ``forensics.logs.first_error`` orders the failing ranks by)."""
+    return {a.attempt: a.rank_failures for a in fold(read(job_dir)).attempts}
 
 
 def next_attempt(job_dir: Path) -> int:

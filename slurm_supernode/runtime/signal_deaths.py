@@ -1,24 +1,22 @@
-"""A rank killed by a signal (SIGKILL, SIGSEGV, ...) writes nothing itself: the agent records it.
+"""A rank killed by a signal (SIGKILL, SIGSEGV, ...) writes nothing itself: the agent records
+it.
 
 A rank that raises leaves torchelastic's error file and a ``rank_failed`` record; a rank the
 kernel kills leaves neither, and its peers' errors about the lost connection (written a moment
-later) would be taken for the cause. torchrun's failure report names the rank, its process
-and the signal; the agent watched torchrun's children and knows when it last saw that process
-alive. With that time it writes the rank's error file (so ``snrun status`` names it, as it
-orders ranks by their error files' times) and a ``rank_failed`` record carrying ``died`` (so
-the supervisor puts its node first). Signals that stop ranks on purpose (torchrun's SIGTERM
-to a failed node's other ranks, a cancel) are no cause and are left alone.
+later) would be taken for the cause. torchrun's failure report names the rank, its process and
+the signal; the agent watched torchrun's children and knows when it last saw that process alive.
+With that time it writes a ``rank_failed`` record carrying ``died``: the supervisor puts its
+node first, and ``snrun status`` names it first (it orders ranks by the ledger's times; the
+rank's error file is left to the rank and torch: none is written in its name). Signals that stop
+ranks on purpose (torchrun's SIGTERM to a failed node's other ranks, a cancel) are no cause and
+are left alone.
 """
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
-
-from slurm_supernode.fsutil import write_atomic
 
 # what torchrun, Slurm and snrun send to stop ranks that did nothing wrong
 STOP_SIGNALS = frozenset({"SIGTERM", "SIGINT", "SIGHUP", "SIGUSR1", "SIGUSR2"})
@@ -50,29 +48,8 @@ def unreported(
     return [dict(d) for d in deaths if d["rank"] not in reported]
 
 
-def rank_folder(log_dir: Path, local_rank: int) -> Path | None:
-    """The rank's folder under torchrun's ``--log-dir`` (``<run>/attempt_<K>/<local_rank>``),
-    the newest; None when torchrun made none."""
-    found = [p for p in log_dir.glob(f"*/attempt_*/{local_rank}") if p.is_dir()]
-    return max(found, key=lambda p: p.stat().st_mtime) if found else None
-
-
-def write_error_file(folder: Path, text: str, died: float) -> Path | None:
-    """torchelastic's error file for a rank that wrote none, dated when it died (its content's
-    timestamp and the file's time: both order ranks). An existing file is the rank's own."""
-    path = folder / "error.json"
-    if path.exists():
-        return None
-    data = {"message": {"message": text, "extraInfo": {"timestamp": str(int(died))}}}
-    write_atomic(path, json.dumps(data) + "\n")
-    ns = int(died * 1e9)
-    os.utime(path, ns=(ns, ns))
-    return path
-
-
 def record_signal_deaths(
     job_dir: Path,
-    log_dir: Path,
     *,
     attempt: int,
     node: str,
@@ -81,7 +58,7 @@ def record_signal_deaths(
     last_seen: Mapping[int, float],
     fallback: float,
 ) -> list[dict[str, Any]]:
-    """Error file and ``rank_failed`` for each rank of ``ranks`` killed by a signal that is a
+    """``rank_failed`` for each rank of ``ranks`` killed by a signal that is a
     cause. ``pids``: rank -> process (torchrun's report); ``last_seen``: process -> when the
     agent last saw it alive (its death is after that, before any peer's error about it);
     ``fallback``: the time for a process the agent never saw. Returns the records written."""
@@ -91,9 +68,6 @@ def record_signal_deaths(
     for rank in signal_deaths(ranks):
         died = last_seen.get(pids.get(rank["rank"], -1), fallback)
         text = death_text(rank)
-        folder = rank_folder(log_dir, int(rank["local_rank"]))
-        if folder is not None:
-            write_error_file(folder, text, died)
         out.append(
             ledger.append(
                 job_dir,
@@ -101,6 +75,7 @@ def record_signal_deaths(
                 attempt=attempt,
                 node=node,
                 rank=rank["rank"],
+                local_rank=rank.get("local_rank"),
                 error=text,
                 signal=rank["signal"],
                 died=round(died, 3),

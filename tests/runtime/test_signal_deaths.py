@@ -1,6 +1,7 @@
-"""A rank killed by a signal writes nothing; its agent records it (runtime/signal_deaths.py),
-dated when it last saw the rank alive, so `snrun status` and the supervisor name it and not a
-peer whose error about the lost connection came a moment later."""
+"""A rank killed by a signal writes nothing; its agent records it in the ledger (runtime/
+signal_deaths.py), dated when it last saw the rank alive, so `snrun status` and the supervisor
+name it and not a peer whose error about the lost connection came a moment later. No error
+file is written in the rank's name: the ledger's times order the ranks."""
 
 from __future__ import annotations
 
@@ -66,7 +67,6 @@ def test_the_killed_rank_is_named_though_its_peer_wrote_first(tmp_path: Path) ->
     _peer_error(peer, t + 0.05)
     records = record_signal_deaths(
         tmp_path,
-        node_log_dir(tmp_path, 0, "n1"),
         attempt=0,
         node="n1",
         ranks=[KILLED],
@@ -74,14 +74,17 @@ def test_the_killed_rank_is_named_though_its_peer_wrote_first(tmp_path: Path) ->
         last_seen={4242: t},
         fallback=t + 5,
     )
-    err = first_error(tmp_path, 0)
+    # the peer has only its error file (no ledger record): dated to the second, then its time
+    err = first_error(tmp_path, 0, ledger.rank_failures(tmp_path)[0])
     assert err is not None and (err["rank"], err["node"]) == (1, "n1"), err
     assert cause_in_words(err) == "rank 1 on n1: killed by signal 9 (SIGKILL) (+1 more ranks)"
+    assert err["log"] == str(killed / "stderr.log") and err["error_file"] is None
+    assert first_error(tmp_path, 0)["rank"] == 0  # type: ignore[index]  # without the ledger
     (rec,) = records
     assert (rec["event"], rec["rank"], rec["signal"], rec["died"]) == (
         "rank_failed", 1, "SIGKILL", round(t, 3)
     )  # fmt: skip
-    assert (killed / "error.json").stat().st_mtime_ns == int(t * 1e9)
+    assert not (killed / "error.json").exists()  # nothing written in the rank's name
     # the peer's rank_failed came first in the ledger; the supervisor orders by time of death
     ledger.append(tmp_path, "rank_failed", attempt=0, node="n0", rank=0, error="RuntimeError: x")
     recs = [*ledger.read(tmp_path)]
@@ -93,18 +96,35 @@ def test_the_killed_rank_is_named_though_its_peer_wrote_first(tmp_path: Path) ->
     recs.sort(key=lambda r: r.get("rank") != 2)
     chain = ledger.fold(recs)
     assert chain.attempts[0].rank_errors["n1"] == "rank 1: killed by signal 9 (SIGKILL)"
+    # a peer's own record, written after the death, though its error file is older (an
+    # earlier second): the ledger's time decides
+    _peer_error(peer, t - 2)
+    err = first_error(tmp_path, 0, ledger.rank_failures(tmp_path)[0])
+    assert err is not None and err["rank"] == 1 and err["failed_ranks"] == 3, err
+    peer_first = [{"rank": 0, "node": "n0", "error": "RuntimeError: x", "at": t - 1}]
+    err = first_error(tmp_path, 0, [*ledger.rank_failures(tmp_path)[0], *peer_first])
+    assert err is not None and (err["rank"], err["type"]) == (0, "RuntimeError"), err
+    assert err["message"] == "Connection closed by peer"  # the words of its error file
     assert failed_by_time(recs, 0, ()) == ()  # no fail fast: nothing added
     assert failed_by_time(recs, 1, ("n0",)) == ("n0",)  # another attempt's records
 
 
-def test_a_ranks_own_error_file_is_kept(tmp_path: Path) -> None:
+def test_a_ranks_own_error_file_is_kept_and_none_is_made(tmp_path: Path) -> None:
     folder = _rank_dir(tmp_path, "n1", 1)
     _peer_error(folder, time.time())
     before = (folder / "error.json").read_text()
-    log_dir = node_log_dir(tmp_path, 0, "n1")
-    kw = {"attempt": 0, "node": "n1", "pids": {}, "last_seen": {}, "fallback": time.time()}
-    record_signal_deaths(tmp_path, log_dir, ranks=[KILLED], **kw)
+    other = _rank_dir(tmp_path, "n2", 2)
+    kw = {"attempt": 0, "pids": {}, "last_seen": {}, "fallback": time.time()}
+    record_signal_deaths(tmp_path, node="n1", ranks=[KILLED], **kw)
+    record_signal_deaths(tmp_path, node="n2", ranks=[{**KILLED, "rank": 2}], **kw)
     assert (folder / "error.json").read_text() == before
+    assert not (other / "error.json").exists()
+    # a rank the ledger names whose folder torchrun never made: the node's logs
+    kw["fallback"] = 1.0
+    record_signal_deaths(tmp_path, node="n3", ranks=[{**KILLED, "rank": 5}], **kw)
+    err = first_error(tmp_path, 0, ledger.rank_failures(tmp_path)[0])
+    assert err is not None and (err["rank"], err["node"]) == (5, "n3"), err
+    assert err["log"] == str(node_log_dir(tmp_path, 0, "n3"))
 
 
 SELF_KILL = """
@@ -138,12 +158,13 @@ def test_a_real_torchrun_rank_killed_by_sigkill_is_dated_by_the_agents_sightings
     pids = rank_pids(done.tail)
     assert pids[0] in done.last_seen  # the agent saw the rank alive
     (rec,) = record_signal_deaths(
-        tmp_path, log_dir, attempt=0, node="n1", ranks=ranks, pids=pids,
+        tmp_path, attempt=0, node="n1", ranks=ranks, pids=pids,
         last_seen=done.last_seen, fallback=ended,
     )  # fmt: skip
     assert started < rec["died"] < ended and rec["error"] == "killed by signal 9 (SIGKILL)"
-    (error_file,) = log_dir.glob("*/attempt_0/0/error.json")
-    assert "killed by signal 9 (SIGKILL)" in error_file.read_text()
+    assert list(log_dir.glob("*/attempt_0/0/error.json")) == []  # torch wrote none either
+    err = first_error(tmp_path, 0, ledger.rank_failures(tmp_path)[0])
+    assert err is not None and err["log"].endswith("/0/stderr.log"), err
 
 
 def test_a_launcher_that_reports_its_own_failure_is_not_stopped(tmp_path):
@@ -393,13 +414,14 @@ def test_a_death_torchruns_report_leaves_out_is_recorded_by_the_agent(tmp_path: 
     folder = log_dir / "run_x" / "attempt_0" / "0"
     folder.mkdir(parents=True)
     (written,) = record_signal_deaths(
-        tmp_path, log_dir, attempt=0, node="n1", ranks=[*report, missing],
+        tmp_path, attempt=0, node="n1", ranks=[*report, missing],
         pids={3: 42, 2: 41}, last_seen={41: 1000.0, 42: 1005.0}, fallback=2000.0,
     )  # fmt: skip
     assert (written["rank"], written["died"], written["signal"]) == (2, 1000.0, "unknown")
     assert "killed by a signal" in written["error"] and "torchrun reaped it" in written["error"]
-    assert (
-        "killed by a signal"
-        in json.loads((folder / "error.json").read_text())["message"]["message"]
-    )
+    assert not (folder / "error.json").exists()
+    # snrun status finds its folder by node and local rank (no node record here: rank unknown)
+    err = first_error(tmp_path, 0, ledger.rank_failures(tmp_path)[0])
+    assert err is not None and (err["rank"], err["log"]) == (2, str(folder / "stderr.log"))
+    assert "killed by a signal" in err["message"]
     assert unreported(seen, []) == seen  # no report at all: both
