@@ -36,8 +36,8 @@ from slurm_supernode.runtime.rank_entry import EXITS_ENV
 from slurm_supernode.site.model import Site
 
 RANK_ENTRY = str(Path(__file__).with_name("rank_entry.py"))
-# torchrun's entry: its main(), then an exit without Python's teardown (runtime/fast_exit.py)
-FAST_EXIT = str(Path(__file__).with_name("fast_exit.py"))
+# torchrun's entry: its main(), then an exit without Python's teardown (a torch workaround)
+FAST_EXIT = str(Path(__file__).with_name("torch_workarounds") / "fast_exit.py")
 # Variables worth keeping in the job directory to explain a run afterwards.
 _KEEP_PREFIXES = ("NCCL_", "HCCL_", "TORCH_", "SNRUN_", "MASTER_", "CUDA_", "ASCEND_", "RANK_")
 

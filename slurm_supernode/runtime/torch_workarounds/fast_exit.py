@@ -6,11 +6,11 @@ over torch's objects, py-spy: ``gc_collect_main``) took 4.5-12 s on the 2-core m
 the step, so the next attempt, waited for it. This entry runs the module's ``main()`` as
 torchrun's console script does, prints an uncaught exception as Python would (torchrun's
 failure report is that traceback), runs the ``atexit`` handlers (logging's flush,
-multiprocessing's clean-up) with the collector off, flushes stdout and stderr and leaves with
-``os._exit`` and the exit code Python would have given. Before ``main()`` it keeps torch's log
-formatter from importing torch's compiler when torchrun logs a failed worker
-(``torch_exception_log.py``: seconds to half a minute per failing node). Run by path (also
-inside a job's container, where snrun is not installed): standard library only.
+multiprocessing's clean-up) with every object frozen out of the collector's reach, flushes
+stdout and stderr and leaves with ``os._exit`` and the exit code Python would have given.
+Before ``main()`` it keeps torch's log formatter from importing torch's compiler when torchrun
+logs a failed worker (``exception_log.py``: seconds to half a minute per failing node). Run by
+path (also inside a job's container, where snrun is not installed): standard library only.
 """
 
 from __future__ import annotations
@@ -90,9 +90,9 @@ def mark_started() -> None:
 
 
 def torch_exception_log() -> ModuleType:
-    """``torch_exception_log.py`` beside this file, loaded by path (this file runs by path, with
+    """``exception_log.py`` beside this file, loaded by path (this file runs by path, with
     the working directory, not its folder, on ``sys.path``)."""
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_exception_log.py")
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "exception_log.py")
     spec = importlib.util.spec_from_file_location("_snrun_torch_exception_log", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -103,8 +103,7 @@ def torch_exception_log() -> ModuleType:
 def leave(code: int) -> None:
     """Exit with ``code`` after the atexit handlers and a flush, skipping the interpreter's
     teardown (its final garbage collection)."""
-    gc.disable()
-    gc.freeze()  # nothing left for a collection to walk, should one still run
+    gc.freeze()  # nothing left for a collection during the atexit handlers to walk
     run_exitfuncs = getattr(atexit, "_run_exitfuncs", None)
     if run_exitfuncs is not None:
         run_exitfuncs()  # prints a failing handler's traceback itself

@@ -1,4 +1,5 @@
-"""torchrun's entry (runtime/fast_exit.py) leaves without Python's teardown but loses nothing:
+"""torchrun's entry (runtime/torch_workarounds/fast_exit.py) leaves without Python's teardown
+but loses nothing:
 the exit status Python would give, an uncaught exception's traceback (torchrun's failure
 report), atexit handlers, buffered stdout; and with a real torchrun the agent still gets the
 failure report, the failing rank's error file and the rank's teed output."""

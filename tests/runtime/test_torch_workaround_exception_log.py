@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from slurm_supernode.runtime import torch_exception_log
 from slurm_supernode.runtime.agent import FAST_EXIT
-from slurm_supernode.runtime.torch_exception_log import PreformattedException, install
+from slurm_supernode.runtime.torch_workarounds import exception_log
+from slurm_supernode.runtime.torch_workarounds.exception_log import PreformattedException, install
 
 
 class TorchLogsFormatter(logging.Formatter):
@@ -63,7 +63,7 @@ def test_install_wraps_torchs_handlers_once_and_no_others():
     try:
         install()
         count = install()
-        assert count >= 1 and torchs in torch_exception_log.torch_handlers()
+        assert count >= 1 and torchs in exception_log.torch_handlers()
         wrapped = torchs.formatter
         assert isinstance(wrapped, PreformattedException)
         assert type(wrapped.torchs) is TorchLogsFormatter  # wrapped once, not twice
