@@ -127,33 +127,61 @@ def job_from_record(rec: dict[str, str]) -> JobInfo:
     )
 
 
-def job_from_json(job: Mapping[str, object]) -> JobInfo:
-    """One entry of `scontrol show job --json`'s `jobs` list -> JobInfo."""
+def _json_text(job: Mapping[str, object], key: str) -> str | None:
+    value = job.get(key)
+    return null(value) if isinstance(value, str) else None
+
+
+def _from_json(
+    job: Mapping[str, object],
+    *,
+    state: object,
+    reason: str | None,
+    node_count: str,
+    times: Mapping[str, object],
+    work_dir: str | None,
+    stdout: str | None,
+    source: str,
+    het_job_id: int | None = None,
+) -> JobInfo:
+    """The fields `scontrol show job --json` and `sacct --json` name alike (id, name, exit
+    codes, restarts, nodes, partition), read one way; the caller passes those they name
+    differently (where the state, reason, node count, times, folders are)."""
     code, sig = json_exit_code(job.get("exit_code"))
     derived = job.get("derived_exit_code")
     restarts = job.get("restart_cnt")
-
-    def text(key: str) -> str | None:
-        value = job.get(key)
-        return null(value) if isinstance(value, str) else None
-
-    state = JobState.from_json(job.get("job_state"))
+    job_state = JobState.from_json(state)
     return JobInfo(
         job_id=json_number(job.get("job_id")) or 0,
-        name=text("name") or "",
-        state=state,
-        reason=job_reason(text("state_reason"), sig),
+        name=_json_text(job, "name") or "",
+        state=job_state,
+        reason=job_reason(reason, sig),
         exit_code=code,
         exit_signal=sig,
         derived_exit_code=json_exit_code(derived)[0] if isinstance(derived, dict) else None,
-        nodelist=allocation_nodes(state, text("nodes")),
-        num_nodes=json_number(job.get("node_count")) or 0,
+        nodelist=allocation_nodes(job_state, _json_text(job, "nodes")),
+        num_nodes=json_number(job.get(node_count)) or 0,
         restart_count=json_number(restarts) if restarts is not None else None,
-        partition=text("partition"),
-        start_time=json_time(job.get("start_time")),
-        end_time=json_time(job.get("end_time")),
-        work_dir=text("current_working_directory"),
-        stdout=text("standard_output"),
+        partition=_json_text(job, "partition"),
+        start_time=json_time(times.get("start")),
+        end_time=json_time(times.get("end")),
+        work_dir=work_dir,
+        stdout=stdout,
+        source=source,
+        het_job_id=het_job_id,
+    )
+
+
+def job_from_json(job: Mapping[str, object]) -> JobInfo:
+    """One entry of `scontrol show job --json`'s `jobs` list -> JobInfo."""
+    return _from_json(
+        job,
+        state=job.get("job_state"),
+        reason=_json_text(job, "state_reason"),
+        node_count="node_count",
+        times={"start": job.get("start_time"), "end": job.get("end_time")},
+        work_dir=_json_text(job, "current_working_directory"),
+        stdout=_json_text(job, "standard_output"),
         source="scontrol",
         het_job_id=json_number(job.get("het_job_id")) or None,
     )
@@ -213,36 +241,18 @@ def job_from_sacct_json(job: Mapping[str, object]) -> JobInfo:
     is `{"current": ["FAILED"], "reason": "None"}`, times are under `time` (epoch, 0 = none),
     the node count is `allocation_nodes`, "None assigned" means no nodes yet.
     """
-
-    def text(key: str) -> str | None:
-        value = job.get(key)
-        return null(value) if isinstance(value, str) else None
-
     state = job.get("state")
     current = state.get("current") if isinstance(state, dict) else state
     reason = state.get("reason") if isinstance(state, dict) else None
     raw_times = job.get("time")
-    times: Mapping[str, object] = raw_times if isinstance(raw_times, dict) else {}
-    code, sig = json_exit_code(job.get("exit_code"))
-    derived = job.get("derived_exit_code")
-    restarts = job.get("restart_cnt")
-    job_state = JobState.from_json(current)
-    return JobInfo(
-        job_id=json_number(job.get("job_id")) or 0,
-        name=text("name") or "",
-        state=job_state,
-        reason=job_reason(reason if isinstance(reason, str) else None, sig),
-        exit_code=code,
-        exit_signal=sig,
-        derived_exit_code=json_exit_code(derived)[0] if isinstance(derived, dict) else None,
-        nodelist=allocation_nodes(job_state, text("nodes")),
-        num_nodes=json_number(job.get("allocation_nodes")) or 0,
-        restart_count=json_number(restarts) if restarts is not None else None,
-        partition=text("partition"),
-        start_time=json_time(times.get("start")),
-        end_time=json_time(times.get("end")),
-        work_dir=text("working_directory"),
-        stdout=text("stdout_expanded") or text("stdout"),
+    return _from_json(
+        job,
+        state=current,
+        reason=reason if isinstance(reason, str) else None,
+        node_count="allocation_nodes",
+        times=raw_times if isinstance(raw_times, dict) else {},
+        work_dir=_json_text(job, "working_directory"),
+        stdout=_json_text(job, "stdout_expanded") or _json_text(job, "stdout"),
         source="sacct-json",
     )
 
