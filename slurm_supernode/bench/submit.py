@@ -17,6 +17,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from slurm_supernode.bench.measurement_spec import measurement_spec
 from slurm_supernode.bench.sweep import (
     format_size,
     parse_collectives,
@@ -29,11 +30,9 @@ from slurm_supernode.fsutil import expand_path
 from slurm_supernode.hostlist import HostlistError, expand, fold
 from slurm_supernode.launch.container_options import ContainerOptions
 from slurm_supernode.launch.job import JobPlan, plan_job
-from slurm_supernode.launch.jobspec import JobSpec
 from slurm_supernode.launch.request import ClusterFacts
 from slurm_supernode.site.model import Site, SuperNode
 
-TEMPLATE = "bench.sh.j2"
 JOB_NAME = "snrun-bench"
 SCHEDULE_ENV = "SNRUN_BENCH_SCHEDULE"  # set in chained jobs: the schedule to resubmit
 SITE_ENV = "SNRUN_BENCH_SITE"  # the --site argument the successor is planned with
@@ -145,24 +144,15 @@ def plan_bench(
     env: list[tuple[str, str]] = []
     if job.schedule:
         env += [(SCHEDULE_ENV, job.schedule), (SITE_ENV, job.site_arg or site.source or site.name)]
-    spec = JobSpec(
-        program="slurm_supernode",
-        program_args=tuple(bench_run_argv(site, job, results_db(site, job))[2:]),
-        module=True,
+    spec = measurement_spec(
+        job,
+        bench_run_argv(site, job, results_db(site, job))[2:],
         job_name=job.job_name,
-        partition=job.partition,
-        time=job.time,
-        supernodes=job.count if job.count is not None else len(chosen),
-        nproc_per_node=job.nproc_per_node,
-        env=tuple(env),
-        profiles=job.profiles,
-        site=job.site_arg,
-        template=TEMPLATE,
-        max_restarts=0,
-        workdir=job.workdir,
-        sbatch_args=tuple(sbatch_args),
+        container=bench_container(site, job),
+        sbatch_args=sbatch_args,
+        env=env,
         # One allocation (block/switches strategy) is pinned to the named super nodes.
         pinned_nodes=fold([h for sn in chosen for h in sn.hostnames]) if job.supernodes else None,
-        **bench_container(site, job).jobspec_fields(),
+        supernodes=job.count if job.count is not None else len(chosen),
     )
     return plan_job(spec, sub_site, facts, jobs_root=jobs_root, stamp=stamp, token=token)

@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from slurm_supernode.bench.submit import TEMPLATE, BenchJob, choose_supernodes
+from slurm_supernode.bench.measurement_spec import measurement_spec
+from slurm_supernode.bench.submit import BenchJob, choose_supernodes
 from slurm_supernode.errors import InputError
 from slurm_supernode.fsutil import expand_path
 from slurm_supernode.hostlist import fold
 from slurm_supernode.launch.container_options import ContainerOptions
 from slurm_supernode.launch.job import JobPlan, plan_job
-from slurm_supernode.launch.jobspec import JobSpec
 from slurm_supernode.launch.request import ClusterFacts
 from slurm_supernode.site.model import Site
 
@@ -99,27 +99,17 @@ def plan_doctor(
         chosen = choose_supernodes(site, BenchJob(supernodes=job.supernodes, count=job.count))
         sub_site = dataclasses.replace(site, supernodes=chosen)
         size = {"supernodes": job.count if job.count is not None else len(chosen)}
-    spec = JobSpec(
-        program="slurm_supernode",
-        program_args=tuple(inside_argv(site, job)),
-        module=True,
+    # one allocation (block/switches) is pinned to the named super nodes, spares left out
+    pinned = fold(h for sn in sub_site.supernodes for h in sn.hostnames) if job.supernodes else None
+    spec = measurement_spec(
+        job,
+        inside_argv(site, job),
         job_name=JOB_NAME,
-        partition=job.partition,
-        time=job.time,
-        nproc_per_node=job.nproc_per_node,
-        profiles=job.profiles,
-        site=job.site_arg,
-        template=TEMPLATE,
-        max_restarts=0,
-        workdir=job.workdir,
-        sbatch_args=tuple(sbatch_args),
+        container=job.container,
+        sbatch_args=sbatch_args,
+        pinned_nodes=pinned,
         **size,
-        **job.container.jobspec_fields(),
     )
-    if job.supernodes:
-        # one allocation (block/switches) is pinned to the named super nodes, spares left out
-        hosts = fold(h for sn in sub_site.supernodes for h in sn.hostnames)
-        spec = dataclasses.replace(spec, pinned_nodes=hosts)
     return plan_job(spec, sub_site, facts, jobs_root=jobs_root, stamp=stamp, token=token)
 
 
