@@ -10,12 +10,14 @@ from typing import Any
 
 
 def container_records(job_dir: Path) -> dict[int, list[dict[str, Any]]]:
-    """attempt -> the ``node_exit`` records of nodes whose container did not start."""
+    """attempt -> the ``node_exit`` records of nodes whose container did not start (or was
+    stopped before it did: another node failed first)."""
     from slurm_supernode.runtime import ledger
 
     out: dict[int, list[dict[str, Any]]] = {}
     for rec in ledger.read(job_dir):
-        if rec["event"] == "node_exit" and rec.get("container_failed"):
+        unstarted = rec.get("container_unstarted") or rec.get("container_failed")
+        if rec["event"] == "node_exit" and unstarted:
             attempt = rec.get("attempt")
             if isinstance(attempt, int):
                 out.setdefault(attempt, []).append(rec)
@@ -36,5 +38,8 @@ def container_lines(
         if node and name != node:
             continue
         said = [str(x) for x in rec.get("output") or [] if isinstance(x, str)]
+        if not rec.get("container_failed"):  # stopped first: another node failed
+            why = rec.get("stopped") or "another node failed first"
+            said = [f"stopped before its container started ({why})"]
         lines += [f"[{name} container] {line}" for line in said or [str(rec.get("error", ""))]]
     return shown, lines

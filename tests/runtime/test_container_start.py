@@ -134,3 +134,21 @@ def test_container_that_starts_nowhere_stops_at_once_and_says_why(tmp_path, monk
     ]
     assert main(["logs", str(h.job_dir)]) == 0
     assert f"[n0 container] {said[0]}" in capsys.readouterr().out
+
+
+def test_a_node_stopped_before_its_container_started_says_so_in_logs(tmp_path, monkeypatch):
+    """n0's container failed; n1 was stopped (fail fast) before its own started."""
+    from slurm_supernode.runtime import ledger
+
+    said = ["/jobs/j/container/n0.0.enter.sh: 3: exec: python3: not found"]
+    h = Harness(tmp_path, monkeypatch)
+    assert h.run({"attempts": [{"container_failed": {"n0": said}, "rc": 127}]}) is not None
+    ledger.append(
+        h.job_dir, "node_exit", attempt=0, node="n1", exit_code=143,
+        stopped="n0 failed first", container_unstarted=True,
+    )  # fmt: skip
+    lines = list(open_logs(h.job_dir, LogSelection()) or [])
+    assert lines == [
+        f"[n0 container] {said[0]}",
+        "[n1 container] stopped before its container started (n0 failed first)",
+    ]
