@@ -28,6 +28,10 @@ from slurm_supernode.observe.peers import above_peers, peers_median
 from slurm_supernode.observe.records import SlowNodeMark, append, attempt_dir, slow_path
 
 WINDOW = 5.0  # seconds per judged window
+# and slower than its peers' median by at least this much busy time per step: figures of a few
+# ms move by more than 20% between windows on a loaded machine (seen at load 28: 3.7 against
+# 3.0 ms, named twice in a row), which no slow device explains
+MIN_GAP = 0.005
 
 
 @dataclass
@@ -67,7 +71,11 @@ class SlowJudge:
         if len(nodes) < 2:
             return []  # no peers, or a window without steps: the streaks stand
         figures = [statistics.median(busy[n]) for n in nodes]
-        slow = {nodes[i] for i in above_peers(figures, self.slow_pct)}
+        slow = {
+            nodes[i]
+            for i in above_peers(figures, self.slow_pct)
+            if figures[i] - peers_median(figures, i) >= MIN_GAP
+        }
         marks = []
         for i, node in enumerate(nodes):
             self._figures.setdefault(node, []).append(figures[i])

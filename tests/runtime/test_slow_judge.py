@@ -56,6 +56,14 @@ def test_noise_in_one_window_names_nobody(tmp_path):
     assert got == []
 
 
+def test_a_gap_of_a_few_ms_is_noise_whatever_its_ratio(tmp_path):
+    judge = SlowJudge(tmp_path, 0, NODES, slow_pct=20, windows=1)
+    busy = {n: [0.0037 if n == "n1" else 0.0030] for n in NODES}  # 1.23x, 0.7 ms
+    assert judge.judge(busy, 1.0) == []
+    busy["n1"] = [0.0090]  # 3x, 6 ms
+    assert [m.node for m in judge.judge(busy, 2.0)] == ["n1"]
+
+
 def test_wall_seconds_when_no_busy_time_and_a_torn_line(tmp_path):
     judge = SlowJudge(tmp_path, 0, {}, slow_pct=20, windows=1)
     for rank, node in enumerate(["a", "b", "c"]):
