@@ -23,14 +23,15 @@ demo: install  ## boot the local cluster and run a real 2-super-node job through
 	SNRUN_SLURM=$(SLURM) bash contrib/demo.sh
 
 lint:
-	ruff check slurm_supernode tests bench contrib
-	ruff format --check slurm_supernode tests bench contrib
+	ruff check slurm_supernode tests perf contrib
+	ruff format --check slurm_supernode tests perf contrib
 	lint-imports  # layer contracts: .importlinter
-	mypy  # types: [tool.mypy] in pyproject.toml (strict on api/, slurm/, placement/, runtime/, launch/)
+	mypy  # types: [tool.mypy] in pyproject.toml (strict on api/, slurm/, placement/, runtime/, chain/, launch/)
+	$(PYTHON) contrib/lint/module_size.py  # one idea per file: at most 450 lines, named exceptions
 
 format:
-	ruff format slurm_supernode tests bench contrib
-	ruff check --fix slurm_supernode tests bench contrib
+	ruff format slurm_supernode tests perf contrib
+	ruff check --fix slurm_supernode tests perf contrib
 
 unit:
 	$(PYTHON) -m pytest -q -m "not slurm" -n auto
@@ -76,7 +77,7 @@ integration-24.11:
 # The newest Slurm: 26.05 (Debian forky) with topology.yaml (blocks as the cluster default) and
 # expedited requeues enabled and slurmdbd accounting; then 25.11 built from source, where the
 # Slurm layer's queries go through pyslurm (docs/pyslurm.md). The first run builds Slurm 25.11
-# and the pyslurm wheel once (bench/bench_build.sh 25.11 times it), cached under /var/cache/snrun-minicluster.
+# and the pyslurm wheel once (perf/bench_build.sh 25.11 times it), cached under /var/cache/snrun-minicluster.
 test-slurm: install
 	$(MC) build --slurm 26.05
 	$(MAKE) --no-print-directory integration SLURM=26.05 TOPOLOGY=yaml EXPEDITE=1 ACCOUNTING=1
@@ -99,13 +100,13 @@ test-scale: install
 	done
 
 bench: install
-	bash bench/run_all.sh
+	bash perf/run_all.sh
 
 # What whole super nodes cost the scheduler (not CI; ~4 replays of <= 10 min on 2 cores):
 # a Helios-fitted job mix through Slurm under plain tree, block segments and job_submit.lua;
-# table + plot in bench/results/sched (docs/benchmarks.md). SCHED_MODES="plain lua" for some.
+# table + plot in perf/results/sched (docs/benchmarks.md). SCHED_MODES="plain lua" for some.
 bench-sched: install
-	bash bench/sched_run.sh
+	bash perf/sched_run.sh
 
 cluster-up:
 	SNRUN_MC_EXPEDITED_REQUEUE=$(EXPEDITE) SNRUN_MC_ACCOUNTING=$(ACCOUNTING) $(MC) up --slurm $(SLURM) --topology $(TOPOLOGY)

@@ -13,7 +13,7 @@ fi
 # debootstrap, unshare/nsenter (util-linux) and ip (iproute2): the Slurm 24.11/26.05 clusters
 # (contrib/minicluster/build-root; their roots are built by `make test`, once).
 need=""
-# valgrind: bench/bench_launch.py counts the dry run's instructions (make bench), which the
+# valgrind: perf/bench_launch.py counts the dry run's instructions (make bench), which the
 # machine's load does not move.
 # runc: Slurm's OCI container support on the test cluster (minicluster up --containers); the
 # rest builds and runs pyxis + enroot from ../shared/vendor (contrib/minicluster/build-pyxis).

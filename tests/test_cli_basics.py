@@ -93,8 +93,8 @@ def test_dry_run_makes_few_dataclasses(tmp_path):
 
 
 def _chain(root: Path, name: str, job_id: int, **final: str) -> Path:
+    from slurm_supernode.chain import ledger
     from slurm_supernode.launch.jobdir import link_job_id
-    from slurm_supernode.runtime import ledger
 
     d = root / name
     d.mkdir(parents=True)

@@ -70,7 +70,7 @@ def test_login_commands_run_without_torch(argv, tmp_path):
 def test_supervisor_and_agent_import_without_torch(tmp_path):
     code = (
         "import slurm_supernode.runtime.supervisor, slurm_supernode.runtime.agent,"
-        " slurm_supernode.runtime.release, slurm_supernode.runtime.status,"
+        " slurm_supernode.runtime.release, slurm_supernode.chain.status,"
         " slurm_supernode.cli.supervise, slurm_supernode.cli.agent;"
         " from slurm_supernode.cli.main import main;"
         " raise SystemExit(main(['supervise', '--help']))"

@@ -364,7 +364,7 @@ def check_log_selection(
 def check_grid_call(spec: object, tasks: object, throttle: object) -> JobSpec:
     """A sweep's ``(spec, grid, throttle=)``: the spec, a ``Grid`` from ``grid(...)``, and a
     throttle (tasks at once) >= 1 or None."""
-    from slurm_supernode.launch.sweep_grid import Grid
+    from slurm_supernode.launch.param_grid import Grid
 
     checked = check_spec(spec)
     if not isinstance(tasks, Grid):

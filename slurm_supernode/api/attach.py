@@ -14,8 +14,8 @@ from slurm_supernode.errors import InputError, JobError
 
 def running_hosts(job_dir: Path) -> tuple[int, list[str]]:
     """(the chain's current job id, its nodes); JobError when it is not running."""
+    from slurm_supernode.chain.ledger import current_job_id
     from slurm_supernode.hostlist import expand
-    from slurm_supernode.runtime.ledger import current_job_id
     from slurm_supernode.slurm.job_lookup import job_info
 
     job_id = current_job_id(job_dir)

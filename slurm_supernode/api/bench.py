@@ -83,8 +83,8 @@ def wait_bench(submission: BenchSubmission, *, timeout: float = WEEK_S) -> Bench
     log = job_dir / "logs" / f"slurm-{job_id}.out"
     if ok:
         return BenchOutcome(job_id, str(info.state), info.exit_code, True, log)
+    from slurm_supernode.chain.ledger import rank_failures
     from slurm_supernode.forensics.report import last_failure
-    from slurm_supernode.runtime.ledger import rank_failures
 
     cause = last_failure(job_dir, rank_failures(job_dir))
     return BenchOutcome(job_id, str(info.state), info.exit_code, False, log, cause)

@@ -9,9 +9,9 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
 from slurm_supernode.api.checked import checked
+from slurm_supernode.bench.measure_options import parse_size
 from slurm_supernode.bench.report import Thresholds, build_reports, exit_code
 from slurm_supernode.bench.store import open_store
-from slurm_supernode.bench.sweep import parse_size
 from slurm_supernode.errors import InputError
 
 if TYPE_CHECKING:

@@ -38,7 +38,7 @@ def cancel_chain(job_dir: Path) -> CancelOutcome:
     then cancel every job id it used (one that already ended is no error). A chain that has
     ended is left as it is (``CancelOutcome.ended``)."""
     from slurm_supernode.api.chain_state import chain_job_ids
-    from slurm_supernode.runtime import ledger
+    from slurm_supernode.chain import ledger
     from slurm_supernode.slurm.jobs import cancel
 
     ended = ended_state(job_dir)
@@ -59,9 +59,9 @@ def ended_state(job_dir: Path) -> tuple[str, str | None] | None:
     (a chain that waits held with no supervisor can still be cancelled; one Slurm no longer
     knows at all ended long ago). Slurm unreachable: None (the cancel is tried)."""
     from slurm_supernode.api.chain_state import chain_job_ids
+    from slurm_supernode.chain import ledger
+    from slurm_supernode.chain.lost import verdict_without_supervisor
     from slurm_supernode.errors import SlurmError
-    from slurm_supernode.runtime import ledger
-    from slurm_supernode.runtime.lost import verdict_without_supervisor
     from slurm_supernode.slurm.job_lookup import job_info
 
     chain = ledger.fold(ledger.read(job_dir))

@@ -1,6 +1,6 @@
 """Chains of jobs from Python: ``then(job, spec)`` submits ``spec`` to start once ``job``'s
 chain has ended ``ok`` (or ``any``/``notok``), requeues and resubmissions included
-(runtime/after.py says how; docs/api.md, section Sweeps and chains)."""
+(chain/dependents.py says how; docs/api.md, section Sweeps and chains)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from slurm_supernode.api.wording import in_api_words
+from slurm_supernode.chain.dependents import Prepared
+from slurm_supernode.chain.dependents import prepare_after as _prepare
 from slurm_supernode.launch.after import After
 from slurm_supernode.launch.jobspec import JobSpec
-from slurm_supernode.runtime.after import Prepared
-from slurm_supernode.runtime.after import prepare_after as _prepare
 
 if TYPE_CHECKING:
     from slurm_supernode.api.job import Job

@@ -3,7 +3,7 @@
 An snrun job is a chain: restarts, requeues and resubmissions under new job ids, each an
 attempt in the ledger. The ledger's final record is the chain's end; before one is written,
 Slurm's record of the newest job id says whether the chain waits or runs, or whether it ended
-with nobody left to record it (runtime/lost.py judges that).
+with nobody left to record it (chain/lost.py judges that).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from slurm_supernode.runtime import ledger
+from slurm_supernode.chain import ledger
 from slurm_supernode.slurm.jobinfo import JobInfo
 from slurm_supernode.slurm.reasons import pending_reason
 
@@ -41,7 +41,7 @@ class ChainState:
 
 def chain_state(chain: ledger.Chain, job_id: int | None, info: JobInfo | None) -> ChainState:
     """The chain's state from its folded ledger and Slurm's record of job ``job_id``."""
-    from slurm_supernode.runtime.lost import verdict_without_supervisor
+    from slurm_supernode.chain.lost import verdict_without_supervisor
 
     n = len(chain.attempts)
     slurm = str(info.state) if info is not None else None

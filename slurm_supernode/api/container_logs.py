@@ -12,7 +12,7 @@ from typing import Any
 def container_records(job_dir: Path) -> dict[int, list[dict[str, Any]]]:
     """attempt -> the ``node_exit`` records of nodes whose container did not start (or was
     stopped before it did: another node failed first)."""
-    from slurm_supernode.runtime import ledger
+    from slurm_supernode.chain import ledger
 
     out: dict[int, list[dict[str, Any]]] = {}
     for rec in ledger.read(job_dir):

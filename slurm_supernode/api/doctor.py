@@ -121,8 +121,8 @@ def run_doctor(
         state = f"{info.state} exit {info.exit_code}"
     path = plan.job_dir / FACTS_FILE
     if not path.exists():
+        from slurm_supernode.chain.ledger import rank_failures
         from slurm_supernode.forensics.report import last_failure
-        from slurm_supernode.runtime.ledger import rank_failures
 
         cause = last_failure(plan.job_dir, rank_failures(plan.job_dir))
         raise JobError(

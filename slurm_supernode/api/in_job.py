@@ -16,9 +16,9 @@ def run_supervisor(job_dir: Path, program_argv: list[str]) -> int:
 
 def lost_supervisor(job_dir: Path, rc: int) -> int:
     """The batch script after the supervisor died with ``rc``: end the chain cleanly."""
-    from slurm_supernode.runtime import supervisor
+    from slurm_supernode.runtime import supervise_lost
 
-    return supervisor.lost_supervisor(job_dir, rc)
+    return supervise_lost.lost_supervisor(job_dir, rc)
 
 
 def run_agent(job_dir: Path, program_argv: list[str] | None = None) -> int:

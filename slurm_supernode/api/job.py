@@ -17,8 +17,8 @@ from slurm_supernode.api.chain_state import ChainState, chain_job_ids, chain_sta
 from slurm_supernode.api.logs import STREAMS, LogSelection
 from slurm_supernode.api.watcher import LEDGER_POLL, Watcher, shared_watcher
 from slurm_supernode.api.wording import in_api_words
+from slurm_supernode.chain import ledger
 from slurm_supernode.errors import JobError
-from slurm_supernode.runtime import ledger
 
 if TYPE_CHECKING:
     from slurm_supernode.api.cancel import CancelOutcome
@@ -102,7 +102,7 @@ class Job:
 
     def summary(self) -> dict[str, Any]:
         """What ``snrun status JOB`` shows: attempts with their evidence, job ids, state."""
-        from slurm_supernode.runtime.status import chain_summary
+        from slurm_supernode.chain.status import chain_summary
 
         return chain_summary(self.job_dir)
 
@@ -181,7 +181,7 @@ class Job:
     @in_api_words
     def then(self, spec: JobSpec, when: str = "ok") -> Job:
         """Submit ``spec`` to start once this chain has ended ``when`` (``ok``, ``any`` or
-        ``notok``), its requeues and resubmissions included (runtime/after.py says how)."""
+        ``notok``), its requeues and resubmissions included (chain/dependents.py says how)."""
         from slurm_supernode.api.arguments import check_spec, check_when
         from slurm_supernode.api.submit_plan import submit_dependent
 

@@ -103,8 +103,8 @@ def log_lines(job_dir: Path, selection: LogSelection, known: list[int]) -> Itera
 def follow_lines(job_dir: Path, selection: LogSelection, poll: float = 0.5) -> Iterator[str]:
     """New lines as they are written (``== attempt N ==`` when a new attempt starts); ends when
     the chain has a final record and two polls in a row found nothing new."""
+    from slurm_supernode.chain import ledger
     from slurm_supernode.forensics.logs import attempts_with_logs, rank_logs
-    from slurm_supernode.runtime import ledger
 
     offsets: dict[str, int] = {}
     attempt = selection.attempt

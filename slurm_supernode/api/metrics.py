@@ -139,10 +139,10 @@ def attempt_metrics(
 
 def job_context(job_dir: Path, attempt: int | None) -> JobContext:
     """Which attempt, its nodes and their super nodes, whose job, the newest checkpoint."""
+    from slurm_supernode.chain import ledger
     from slurm_supernode.hostlist import HostlistError, expand
     from slurm_supernode.observe.records import attempts as observed_attempts
     from slurm_supernode.observe.summary import JobContext
-    from slurm_supernode.runtime import ledger
 
     chain = ledger.fold(ledger.read(job_dir))
     known = sorted({a.attempt for a in chain.attempts} | set(observed_attempts(job_dir)))

@@ -67,7 +67,7 @@ class JobPlan:
         out = plan_preview(self.launch)
         out["sbatch_directives"] = [d.sbatch_arg for d in self.directives]
         if self.launch.inputs.container is not None:
-            from slurm_supernode.runtime.preview import node_commands
+            from slurm_supernode.runtime.agent_preview import node_commands
 
             out["node_commands"] = node_commands(self.launch)
         return out

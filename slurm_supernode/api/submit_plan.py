@@ -25,11 +25,11 @@ def submit_plan(job_plan: JobPlan, *, after: After | str | None = None) -> Submi
     """Submit a plan from ``plan``. A plan with a refusal (the script is missing) raises it; a
     plan made without Slurm's facts is made again with them (an unreachable Slurm raises).
     ``after``: start only once that job's whole chain has ended so (``"1234:ok"``,
-    runtime/after.py): submitted held, registered with the predecessor, released."""
+    chain/dependents.py): submitted held, registered with the predecessor, released."""
+    from slurm_supernode.chain.dependents import after_args, finish_after, prepare_after
     from slurm_supernode.errors import SlurmError
     from slurm_supernode.launch.directives import blame_line
     from slurm_supernode.launch.job import submit_job
-    from slurm_supernode.runtime.after import after_args, finish_after, prepare_after
 
     if job_plan.refusal is not None:
         raise job_plan.refusal
@@ -54,9 +54,9 @@ def submit_dependent(target: str, spec: JobSpec, when: str) -> Submitted:
     """Submit ``spec`` to start once the chain ``target`` names (a job id of any attempt,
     ``ARRAY_TASK``, a sweep's array id, or a job directory) has ended ``when``; an
     unsatisfiable dependency is refused before anything is planned."""
+    from slurm_supernode.chain.dependents import prepare_after
     from slurm_supernode.launch.after import After
     from slurm_supernode.launch.jobdir import jobs_root
-    from slurm_supernode.runtime.after import prepare_after
 
     wanted = After(target, when)
     prepare_after(wanted, jobs_root(spec.jobs_dir, spec.site), spec.dependency)

@@ -1,5 +1,5 @@
 """Sweeps from Python: ``submit_sweep(spec, grid)`` submits one Slurm job array whose every
-task is an snrun job chain on whole super nodes (launch/sweep.py); ``Sweep`` is its handle.
+task is an snrun job chain on whole super nodes (launch/array_plan.py); ``Sweep`` is its handle.
 
     from slurm_supernode.api.sweep import grid, submit_sweep
     sweep = submit_sweep(spec, grid(lr=["1e-4", "3e-4"], seed=range(4)), throttle=2)
@@ -16,15 +16,15 @@ from typing import TYPE_CHECKING, Any
 
 from slurm_supernode.api.wording import in_api_words
 from slurm_supernode.launch.after import After
+from slurm_supernode.launch.array_plan import SweepPlan, plan_sweep
 from slurm_supernode.launch.jobspec import JobSpec
+from slurm_supernode.launch.param_grid import Grid, product
 from slurm_supernode.launch.request import ClusterFacts
-from slurm_supernode.launch.sweep import SweepPlan, plan_sweep
-from slurm_supernode.launch.sweep_grid import Grid, product
 from slurm_supernode.site.model import Site
 
 if TYPE_CHECKING:
     from slurm_supernode.api.watcher import Watcher
-    from slurm_supernode.runtime.status import JobRecord
+    from slurm_supernode.chain.status import JobRecord
 
 
 @in_api_words
@@ -58,8 +58,8 @@ class Sweep:
     def _record(self) -> JobRecord:
         """The watcher's records, with every task's newest job id watched first (so that the
         next poll asks for them all at once)."""
-        from slurm_supernode.runtime import ledger
-        from slurm_supernode.runtime.sweep_status import task_dirs
+        from slurm_supernode.chain import ledger
+        from slurm_supernode.chain.array_status import task_dirs
 
         watcher = self._watcher()
         ids = [ledger.current_job_id(d) for d in task_dirs(self.sweep_dir)]
@@ -68,12 +68,12 @@ class Sweep:
 
     def status(self) -> dict[str, Any]:
         """Every task's state, attempts and causes (``snrun status <sweep> --json``)."""
-        from slurm_supernode.runtime.sweep_status import sweep_summary
+        from slurm_supernode.chain.array_status import sweep_summary
 
         return sweep_summary(self.sweep_dir, self._record())
 
     def table(self) -> str:
-        from slurm_supernode.runtime.sweep_status import format_sweep
+        from slurm_supernode.chain.array_status import format_sweep
 
         return format_sweep(self.status())
 
@@ -88,8 +88,8 @@ class Sweep:
         read every second, Slurm on the watcher's schedule (2 s growing to 60 s while nothing
         changes). ``progress`` is called with each new set of task states."""
         from slurm_supernode.api.watcher import LEDGER_POLL
+        from slurm_supernode.chain.array_status import all_ended
         from slurm_supernode.errors import JobError
-        from slurm_supernode.runtime.sweep_status import all_ended
 
         deadline = None if timeout is None else time.monotonic() + timeout
         last: dict[str, int] | None = None
@@ -111,7 +111,7 @@ class Sweep:
             sleep(pause)
 
     def cancel(self) -> list[int]:
-        from slurm_supernode.runtime.sweep_status import cancel_sweep
+        from slurm_supernode.chain.array_status import cancel_sweep
 
         return cancel_sweep(self.sweep_dir)
 
@@ -126,8 +126,8 @@ class Sweep:
 
         from slurm_supernode.api.arguments import check_job_ref, check_path_like
         from slurm_supernode.errors import InputError
+        from slurm_supernode.launch.array_plan import SWEEP_FILE
         from slurm_supernode.launch.jobdir import find_job_dir, jobs_root
-        from slurm_supernode.launch.sweep import SWEEP_FILE
 
         check_job_ref(job)
         check_path_like(jobs_dir, "jobs_dir")
@@ -182,9 +182,9 @@ def submit_sweep(
     as one job array; ``after``: start only when that job's chain has ended so
     (``"1234:ok"``). ``spec.jobs_dir``: where the sweep's directory goes."""
     from slurm_supernode.api.arguments import check_after
+    from slurm_supernode.chain.dependents import after_args, finish_after, prepare_after
     from slurm_supernode.errors import InputError
-    from slurm_supernode.runtime.after import after_args, finish_after, prepare_after
-    from slurm_supernode.runtime.sweep_submit import submit_sweep as submit_array
+    from slurm_supernode.launch.array_submit import submit_sweep as submit_array
 
     after = check_after(after)  # type: ignore[assignment]
     if isinstance(spec, SweepPlan):
@@ -206,7 +206,7 @@ def sweep_of(path: Path) -> Sweep | None:
     """The sweep whose directory ``path`` is; None for a job chain's directory."""
     import json
 
-    from slurm_supernode.launch.sweep import SWEEP_FILE
+    from slurm_supernode.launch.array_plan import SWEEP_FILE
 
     if not (path / SWEEP_FILE).is_file():
         return None
@@ -216,7 +216,7 @@ def sweep_of(path: Path) -> Sweep | None:
 def recent_sweeps(jobs_root: Path, last: int) -> list[dict[str, Any]]:
     """The user's ``last`` most recent sweeps under ``jobs_root``, a row each (``snrun
     status``)."""
+    from slurm_supernode.chain.array_status import recent_sweeps as rows
     from slurm_supernode.launch.jobdir import own_job_dirs
-    from slurm_supernode.runtime.sweep_status import recent_sweeps as rows
 
     return rows(own_job_dirs(jobs_root, "sweep.json")[:last])

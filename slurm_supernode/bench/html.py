@@ -13,8 +13,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from slurm_supernode.bench.measure_options import format_size
 from slurm_supernode.bench.report import RunReport
-from slurm_supernode.bench.sweep import format_size
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf")
 _W, _H, _ML, _MR, _MT, _MB = 640, 320, 64, 150, 28, 44

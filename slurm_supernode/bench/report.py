@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from slurm_supernode.bench.collectives import CHUNKED
+from slurm_supernode.bench.measure_options import format_size
 from slurm_supernode.bench.model import ELEMENT_SIZE
 from slurm_supernode.bench.store import ResultRow, ResultStore, RunInfo
-from slurm_supernode.bench.sweep import format_size
 from slurm_supernode.site.model import DEFAULT_BASELINE_RUNS, DEFAULT_REGRESSION_PCT
 
 REGRESSION_EXIT = 3

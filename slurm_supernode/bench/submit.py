@@ -17,14 +17,14 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from slurm_supernode.bench.measurement_spec import measurement_spec
-from slurm_supernode.bench.sweep import (
+from slurm_supernode.bench.measure_options import (
     format_size,
     parse_collectives,
     parse_dtypes,
     parse_scopes,
     parse_sizes,
 )
+from slurm_supernode.bench.measurement_spec import measurement_spec
 from slurm_supernode.errors import InputError
 from slurm_supernode.fsutil import expand_path
 from slurm_supernode.hostlist import HostlistError, expand, fold

@@ -119,8 +119,7 @@ def run(args: argparse.Namespace) -> int:
 
 def config_from_args(args: argparse.Namespace, env=os.environ):
     """The ``BenchConfig`` of ``snrun bench run``'s options (pure; used by tests)."""
-    from slurm_supernode.bench.model import BenchConfig
-    from slurm_supernode.bench.sweep import (
+    from slurm_supernode.bench.measure_options import (
         parse_collectives,
         parse_dtypes,
         parse_scopes,
@@ -128,6 +127,7 @@ def config_from_args(args: argparse.Namespace, env=os.environ):
         parse_sizes,
         size_sweep,
     )
+    from slurm_supernode.bench.model import BenchConfig
 
     if args.sizes and (args.min_bytes or args.max_bytes):
         raise InputError("give --sizes or --min-bytes/--max-bytes, not both", where="--sizes")

@@ -21,7 +21,7 @@ from slurm_supernode.errors import InputError
 
 
 def _size(text: str) -> int:
-    from slurm_supernode.bench.sweep import parse_size
+    from slurm_supernode.bench.measure_options import parse_size
 
     try:
         return parse_size(text, where="--size")

@@ -104,7 +104,7 @@ def _load_site(name: str | None):
 
 def _workload(args):
     from slurm_supernode.placement.cost import Workload
-    from slurm_supernode.placement.models import model_spec
+    from slurm_supernode.placement.llm_presets import model_spec
 
     fields = {f.lstrip("-").replace("-", "_"): None for f, _, _ in MODEL_FLAGS}
     given = {k: getattr(args, k) for k in fields}

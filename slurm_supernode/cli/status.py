@@ -34,7 +34,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(ns: argparse.Namespace) -> int:
     import json
 
-    from slurm_supernode.runtime.status import format_chain, format_recent
+    from slurm_supernode.chain.status import format_chain, format_recent
 
     if ns.job is None:
         from slurm_supernode.api.status import recent
@@ -47,7 +47,7 @@ def run(ns: argparse.Namespace) -> int:
 
     sweep = sweep_of(find_job_dir(ns.job, jobs_dir=ns.jobs_dir, site=ns.site))
     if sweep is not None:  # an array job id: the sweep as one table, a line per task
-        from slurm_supernode.runtime.sweep_status import format_sweep
+        from slurm_supernode.chain.array_status import format_sweep
 
         swept = sweep.status()
         print(json.dumps(swept, indent=2) if ns.json else format_sweep(swept))

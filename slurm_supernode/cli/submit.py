@@ -19,7 +19,7 @@ from slurm_supernode.launch.jobspec import JobSpec, parse_env_items
 if TYPE_CHECKING:
     from slurm_supernode.api.planning import JobPlan
     from slurm_supernode.launch.container_options import ContainerOptions
-    from slurm_supernode.launch.sweep_grid import Grid
+    from slurm_supernode.launch.param_grid import Grid
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -522,7 +522,7 @@ def sweep_grid(ns: argparse.Namespace) -> Grid | None:
     """The grid of --sweep / --sweep-file; None without either (a plain job)."""
     if not (ns.sweep or ns.sweep_file):
         return None
-    from slurm_supernode.launch.sweep_grid import build_grid
+    from slurm_supernode.launch.param_grid import build_grid
 
     return build_grid(ns.sweep, ns.sweep_file)
 
@@ -557,7 +557,7 @@ def _print_dry_run(job_plan: JobPlan, *, as_json: bool) -> None:
     for line in preview["plan_lines"]:
         print(f"# {line}")
     if "node_commands" in preview:
-        from slurm_supernode.runtime.preview import node_command_lines
+        from slurm_supernode.runtime.agent_preview import node_command_lines
 
         print("# --- what each node's agent runs (attempt 0; the agent stays on the host) ---")
         for line in node_command_lines(preview["node_commands"]):

@@ -9,9 +9,9 @@ import shlex
 import sys
 from typing import Any
 
+from slurm_supernode.launch.array_plan import SweepPlan
 from slurm_supernode.launch.jobspec import JobSpec
-from slurm_supernode.launch.sweep import SweepPlan
-from slurm_supernode.launch.sweep_grid import Grid
+from slurm_supernode.launch.param_grid import Grid
 
 
 def run_sweep(ns: argparse.Namespace, spec: JobSpec, grid: Grid) -> int:

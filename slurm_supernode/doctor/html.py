@@ -8,7 +8,7 @@ import html
 import time
 
 from slurm_supernode.bench.html import _STYLE as BENCH_STYLE
-from slurm_supernode.bench.sweep import format_size
+from slurm_supernode.bench.measure_options import format_size
 from slurm_supernode.doctor.model import STEP_TITLES, STEPS, VERDICTS, DoctorFacts, DoctorReport
 from slurm_supernode.doctor.verdicts import largest, slow_groups
 

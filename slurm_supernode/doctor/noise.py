@@ -14,7 +14,7 @@ at 55% of the other's speed. Anything else below its peers is a warning at most.
 
 Too noisy to judge: within one scope, back-to-back repeats cannot show noise that lasts
 through all of them. On a busy shared host (CPU burners, load 22-30 on 2 CPUs,
-bench/bench_doctor_noise.py) 3 of 3 clean runs failed: some group stayed 30-70% below its peers
+perf/bench_doctor_noise.py) 3 of 3 clean runs failed: some group stayed 30-70% below its peers
 through three repeats by the load alone, while in every run some scope's typical group moved
 48-95% between repeats. So a run in which the typical group of any scope moved more than
 ``NOISY_RUN`` (its worst repeat less than half its best, relative to its peers) is too noisy

@@ -52,6 +52,6 @@ def largest(groups: Iterable[GroupResult], scope: str) -> list[GroupResult]:
 
 
 def size_text(n: int) -> str:
-    from slurm_supernode.bench.sweep import format_size
+    from slurm_supernode.bench.measure_options import format_size
 
     return format_size(n)

@@ -1,6 +1,6 @@
 """``--after JOB[:ok|any|notok]``: a job that starts when another job's *chain* has ended that
 way. Pure: parsing, the Slurm dependency text, and whether a chain's end satisfies it.
-runtime/after.py does the side effects (submit held, register, rewrite, release).
+chain/dependents.py does the side effects (submit held, register, rewrite, release).
 
 Slurm stays the engine: the dependent waits on ``after<when>:<the chain's current job id>``,
 and the predecessor's supervisor rewrites that id whenever the chain goes on under a new one

@@ -59,7 +59,7 @@ class JobInputs:
     # ContainerSpec.to_dict() of the training step's container; None: on the host. Optional
     # in the file (plans written before containers existed have none).
     container: dict[str, Any] | None = None
-    # A sweep's task (launch/sweep.py): {"dir": the sweep's directory, "task": its index in
+    # A sweep's task (launch/array_plan.py): {"dir": the sweep's directory, "task": its index in
     # the job array, "params": {name: value}}; None: a plain job. Optional in the file.
     sweep: dict[str, Any] | None = None
     schema: int = SCHEMA

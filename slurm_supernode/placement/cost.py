@@ -23,8 +23,8 @@ from typing import Any
 from slurm_supernode.errors import InputError
 from slurm_supernode.placement.checks import slowest_level, span_counts
 from slurm_supernode.placement.layout import all_strides
+from slurm_supernode.placement.llm_presets import ModelSpec
 from slurm_supernode.placement.model import DIMENSIONS, GROUP_DIMS, Layout, RankMap
-from slurm_supernode.placement.models import ModelSpec
 from slurm_supernode.site.model import CROSS_ISLAND, LinkLevel, Site
 
 GB = 1e9

@@ -418,7 +418,7 @@ def _slot_order(dims: Sequence[SlotSets], slots: int) -> list[int]:
 
 
 # The branch and bound's inner loop (rec, ahead) shares the search state as closures: it is the
-# planner's hot path (bench/bench_plan.py), kept in one piece on purpose.
+# planner's hot path (perf/bench_plan.py), kept in one piece on purpose.
 def search(  # noqa: C901, PLR0915
     dims: Sequence[SlotSets],
     capacities: Sequence[int],

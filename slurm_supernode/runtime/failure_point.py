@@ -17,7 +17,7 @@ import re
 import traceback
 from types import TracebackType
 
-from slurm_supernode.runtime.ledger import Attempt
+from slurm_supernode.chain.ledger import Attempt
 
 _RANK_PREFIX = re.compile(r"^rank [^:]*: ")
 

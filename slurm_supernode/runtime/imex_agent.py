@@ -38,7 +38,7 @@ def imex_gate(
     if not site.imex_channels:
         return ImexGate()
     if site.imex.preflight:
-        from slurm_supernode.runtime import ledger
+        from slurm_supernode.chain import ledger
         from slurm_supernode.runtime.imex_preflight import run_preflight
 
         segment = segment_of(site, hosts, hostname)

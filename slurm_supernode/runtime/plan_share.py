@@ -26,7 +26,7 @@ def plan_share(
     try:
         from slurm_supernode.launch.inputs import load_inputs, rank_map_for_job
         from slurm_supernode.placement.cost import Workload, levels_of, step_cost
-        from slurm_supernode.placement.models import model_spec
+        from slurm_supernode.placement.llm_presets import model_spec
         from slurm_supernode.site.loader import load_site
 
         inputs = load_inputs(job_dir)

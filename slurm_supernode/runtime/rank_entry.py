@@ -128,8 +128,8 @@ def record(exc: BaseException) -> None:
     try:
         from pathlib import Path
 
+        from slurm_supernode.chain import ledger
         from slurm_supernode.jobenv import JobEnvironment
-        from slurm_supernode.runtime import ledger
 
         env = JobEnvironment.from_environ(os.environ)
         ledger.append(

@@ -62,7 +62,7 @@ def record_signal_deaths(
     cause. ``pids``: rank -> process (torchrun's report); ``last_seen``: process -> when the
     agent last saw it alive (its death is after that, before any peer's error about it);
     ``fallback``: the time for a process the agent never saw. Returns the records written."""
-    from slurm_supernode.runtime import ledger
+    from slurm_supernode.chain import ledger
 
     out = []
     for rank in signal_deaths(ranks):

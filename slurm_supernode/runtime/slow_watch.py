@@ -12,7 +12,8 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from slurm_supernode.runtime import failfast, ledger
+from slurm_supernode.chain import ledger
+from slurm_supernode.runtime import failfast
 from slurm_supernode.runtime.slow_judge import WINDOW, SlowJudge, judge_for
 
 POLICY_ENV = "SNRUN_ON_SLOW_NODE"

@@ -12,168 +12,41 @@ Everything is recorded in the ledger.
 
 from __future__ import annotations
 
-import contextlib
-import json
-import math
 import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
+from slurm_supernode.chain import ledger
+from slurm_supernode.chain.causes import Action, Cause
 from slurm_supernode.errors import SlurmError, SnrunError
-from slurm_supernode.forensics.hang import dump_stacks, hang_timeout, is_hung, last_activity
 from slurm_supernode.hostlist import fold
 from slurm_supernode.jobenv import JobEnvironment
-from slurm_supernode.launch.inputs import JobInputs, load_inputs
-from slurm_supernode.runtime import failfast, ledger
-from slurm_supernode.runtime.agent import master_port
+from slurm_supernode.launch.inputs import load_inputs
+from slurm_supernode.runtime import slurm_actions
+from slurm_supernode.runtime.agent_plan import master_port
+from slurm_supernode.runtime.agent_step import srun_command
+from slurm_supernode.runtime.array_task_env import sweep_env
 from slurm_supernode.runtime.classify import (
-    Action,
     AttemptResult,
-    Cause,
     Decision,
     ExitCode,
-    NodeHealth,
     PastAttempt,
     StopSignal,
     decide,
-    default_budgets,
 )
+from slurm_supernode.runtime.fail_fast_watch import FailFastWatch
 from slurm_supernode.runtime.failure_point import failure_point
+from slurm_supernode.runtime.failure_watch import failed_by_time
+from slurm_supernode.runtime.hang_watch import HEARTBEAT, HangWatch, read_progress
+from slurm_supernode.runtime.preflight import preflight
 from slurm_supernode.runtime.release import Preference, preferred_supernode, spawn_releaser
 from slurm_supernode.runtime.slow_watch import SlowWatch
-from slurm_supernode.slurm.steps import run_step, start_step, step_command
-
-HEARTBEAT = "heartbeat"
-Releaser = Callable[[int, tuple[str, ...], Path, "Preference | None", bool], None]
-
-
-def expedited(sbatch_args: Sequence[str]) -> bool:
-    """Was the job submitted with ``--requeue=expedite``? The last requeue option wins (snrun
-    renders one where the cluster allows it; ``--sbatch`` or ``#SBATCH`` may override it)."""
-    mode = None
-    for arg in sbatch_args:
-        if arg in ("--requeue", "--no-requeue") or arg.startswith("--requeue="):
-            mode = arg
-    return mode == "--requeue=expedite"
-
-
-def resubmission_args(sbatch_args: Sequence[str]) -> list[str]:
-    """The job's sbatch options for a fresh job of the same chain, without the ones that held
-    only for its first submission: a dependency (-d; the chain has started, so it was met,
-    and sbatch's last --dependency would replace ``afterany:<this job>``) and a hold."""
-    out: list[str] = []
-    skip = False
-    for arg in sbatch_args:
-        if skip:
-            skip = False
-            continue
-        if arg in ("-d", "--dependency"):
-            skip = True
-            continue
-        if arg.startswith(("--dependency=", "-d")) or arg in ("--hold", "-H"):
-            continue
-        out.append(arg)
-    return out
-
-
-def agent_command(python: str, job_dir: Path, program_argv: Sequence[str]) -> list[str]:
-    cmd = [python, "-m", "slurm_supernode", "agent", "--job-dir", str(job_dir)]
-    return [*cmd, "--", *program_argv] if program_argv else cmd
-
-
-def srun_command(
-    python: str, job_dir: Path, hosts: Sequence[str], het_size: int, program_argv: list[str]
-) -> list[str]:
-    """One agent per node across the whole allocation (every component of a het job)."""
-    return step_command(len(hosts), het_size, agent_command(python, job_dir, program_argv))
-
-
-def budgets_for(env: JobEnvironment, inputs: JobInputs) -> dict[Cause, int]:
-    """Restart budgets of this job: the site's `restarts:` (from the job inputs), then
-    --max-restarts (the script exports it as SNRUN_MAX_RESTARTS; the inputs keep it too)."""
-    given = env.max_restarts if env.max_restarts is not None else inputs.max_restarts
-    return default_budgets(given, inputs.site_restarts)
-
-
-@dataclass(frozen=True)
-class SupervisorConfig:
-    """Everything the loop needs, from the job inputs and the job's environment."""
-
-    job_dir: Path
-    job_id: int
-    restart_count: int
-    hosts: tuple[str, ...]
-    het_size: int
-    python: str
-    program_argv: tuple[str, ...]
-    budgets: Mapping[Cause, int]
-    hang_timeout: float  # 0: no hang detection
-    hang_startup: float  # before an attempt's first heartbeat
-    preflight: bool
-    site_file: str
-    sbatch_args: tuple[str, ...]
-    checkpoint_dir: str
-    expedite: bool = False  # --requeue=expedite: Slurm reruns a requeued job at once
-    # end the attempt on every node when one node's ranks fail (runtime/failfast.py; on unless
-    # SNRUN_FAIL_FAST=0): the other nodes' agents stop their torchrun and still record
-    fail_fast: bool = True
-    # after a stop request, how long the agents have to end the step before srun is signalled
-    # (a safety net for an agent that cannot act: torchrun's own stop takes up to 30 s)
-    stop_grace: float = 60.0
-    # a sweep's task (JobInputs.sweep): {"dir", "task", "params"}; None: a plain job
-    sweep: Mapping[str, object] | None = None
-    poll: float = 0.2  # seconds between looks at the step
-    backoff: float = 1.0  # pause before restart n: min(n * backoff, 5 * backoff)
-    environ: Mapping[str, str] = field(default_factory=dict, repr=False)
-
-    @classmethod
-    def from_job(
-        cls,
-        job_dir: Path,
-        inputs: JobInputs,
-        env: JobEnvironment,
-        environ: Mapping[str, str],
-        program_argv: Sequence[str] = (),
-    ) -> SupervisorConfig:
-        hang = hang_timeout(env.hang_timeout, inputs.hang_timeout)  # on by default
-        startup = env.hang_startup if env.hang_startup is not None else inputs.hang_startup
-        return cls(
-            job_dir=job_dir,
-            job_id=env.job_id or 0,
-            restart_count=env.restart_count,
-            hosts=tuple(env.hosts()),
-            het_size=env.het_size,
-            python=inputs.python,
-            program_argv=tuple(program_argv or inputs.program_argv),
-            budgets=budgets_for(env, inputs),
-            hang_timeout=hang,
-            # no first heartbeat within it: only when set (a job may never write heartbeats)
-            hang_startup=startup if startup is not None else math.inf,
-            preflight=inputs.preflight,
-            site_file=inputs.site_file,
-            sbatch_args=tuple(inputs.request["sbatch_args"]),
-            checkpoint_dir=env.checkpoint_dir or str(job_dir / "checkpoints"),
-            expedite=expedited(inputs.request["sbatch_args"]),
-            fail_fast=failfast.enabled(environ),
-            sweep=inputs.sweep,
-            environ=dict(environ),
-        )
-
-    @property
-    def jobs_root(self) -> Path:
-        """Where ``by-id`` links go: the jobs folder (a sweep's task lies two levels deeper)."""
-        if self.sweep:
-            return Path(str(self.sweep["dir"])).parent
-        return self.job_dir.parent
-
-    @property
-    def sweep_dir(self) -> Path | None:
-        return Path(str(self.sweep["dir"])) if self.sweep else None
+from slurm_supernode.runtime.slurm_actions import Releaser
+from slurm_supernode.runtime.supervisor_config import SupervisorConfig
+from slurm_supernode.slurm.steps import start_step
 
 
 class Supervisor:
@@ -187,8 +60,6 @@ class Supervisor:
         self._step: subprocess.Popen[bytes] | None = None  # the running srun step
         self._slow: SlowWatch | None = None  # the attempt's slow-node watch
 
-    # ----- the loop ---------------------------------------------------------------------------
-
     def run(self) -> ExitCode:
         if self._chain().final is not None:  # ended is ended (a cancel before we started...)
             return ExitCode.OK
@@ -196,7 +67,7 @@ class Supervisor:
         signal.signal(signal.SIGUSR2, self._on_usr2)
         signal.signal(signal.SIGTERM, self._on_term)
         try:
-            self._link_task()
+            slurm_actions.link_task(self.cfg)
             self._close_orphan_attempt()
             while True:
                 chain = self._chain()
@@ -234,7 +105,7 @@ class Supervisor:
             restart_count=cfg.restart_count,
         )
         if cfg.preflight:
-            unhealthy = self.preflight(attempt)
+            unhealthy = preflight(cfg, attempt)
             if unhealthy:
                 return AttemptResult(
                     step_exit=0, node_exits={}, hosts=hosts, health_failed=unhealthy
@@ -267,60 +138,36 @@ class Supervisor:
     def _watch(
         self, proc: subprocess.Popen[bytes], attempt: int, started: float
     ) -> tuple[bool, tuple[str, ...]]:
-        """Poll the step until it ends: (hung, nodes that failed first). A node that fails
-        ends the step everywhere (fail fast); a step without progress is dumped and stopped."""
+        """Poll the step until it ends: (hung, nodes that failed first). Four watchers look
+        at each poll: a slow node ends the step everywhere (runtime/slow_watch); a cancellation
+        is recorded at once; a node that fails ends the step everywhere (fail fast); a step
+        without progress is dumped and stopped."""
         cfg = self.cfg
-        hosts = list(cfg.hosts)
-        hung = False
-        failed_first: tuple[str, ...] = ()
-        stop_at = None  # when the stop request was written
-        hang_timeout = cfg.hang_timeout
-        activity, looked = started, 0.0
         looked_for_cancel = False
-        failures = _FailureWatch(cfg.job_dir, attempt)
+        fail_fast = FailFastWatch(cfg, attempt)
+        hang = HangWatch(cfg, attempt, started)
         self._slow = slow = SlowWatch.for_attempt(
-            cfg.job_dir, attempt, cfg.job_id, cfg.site_file, hosts, cfg.environ
+            cfg.job_dir, attempt, cfg.job_id, cfg.site_file, list(cfg.hosts), cfg.environ
         )
         while proc.poll() is None:
             time.sleep(cfg.poll)
-            if not failed_first and self.signal is None and not hung and slow.look():
-                stop_at = time.time()  # a slow node: every agent stops (runtime/slow_watch)
+            if not fail_fast.failed_first and self.signal is None and not hang.hung and slow.look():
+                fail_fast.stop_requested()  # a slow node: every agent stops (runtime/slow_watch)
             if self.signal is StopSignal.TERM and not looked_for_cancel:
                 looked_for_cancel = True
                 self._ended_early = self._record_cancel(attempt)
-            if (
-                cfg.fail_fast
-                and not failed_first
-                and self.signal is None
-                and not (hung or slow.nodes)
-            ):
-                failed_first = failures()
-                if failed_first:  # fail fast: no healthy node waits in torchrun's exit barrier
-                    stop_at = self._request_stop(attempt, failed_first)
-                    continue
-            if stop_at is not None and time.time() - stop_at > cfg.stop_grace:
-                stop_at = None  # the agents did not end the step: end it from outside
-                proc.send_signal(signal.SIGTERM)
-            if hang_timeout > 0 and not hung and not failed_first and not slow.nodes:
-                marker, mtime = self._progress()
-                fresh = mtime is not None and mtime > started
-                if fresh and (marker or "").startswith("done"):
-                    hang_timeout = 0.0  # the script finished its work: shutdown is no hang
-                    continue
-                now = time.time()
-                if not fresh and now - looked >= min(5.0, hang_timeout / 4):
-                    activity, looked = last_activity(cfg.job_dir, attempt, started), now
-                hung = is_hung(now, started, hang_timeout, cfg.hang_startup, mtime, activity)
-                if hung:  # evidence first: where every rank is stuck
-                    dump_stacks(cfg.python, cfg.job_id, hosts, cfg.job_dir, attempt, 120.0)
-                    proc.send_signal(signal.SIGTERM)
-        return hung, failed_first
+            may_stop = self.signal is None and not (hang.hung or slow.nodes)
+            if fail_fast.look(proc, may_stop=may_stop):
+                continue
+            if not fail_fast.failed_first and not slow.nodes:
+                hang.look(proc)
+        return hang.hung, fail_fast.failed_first
 
     def _result(
         self, rc: int, hosts: list[str], hung: bool, failed_first: tuple[str, ...]
     ) -> AttemptResult:
         """The attempt as the classifier sees it: the step's exit, what the ledger holds."""
-        progress, _ = self._progress()
+        progress, _ = read_progress(self.cfg.job_dir)
         last = self._chain().attempts[-1]
         return AttemptResult(
             container_failed=dict(last.container_failed),
@@ -356,12 +203,16 @@ class Supervisor:
             requeue_error: SlurmError | None = None
             why = d.detail
             prefer = self._preference(d) if d.action is Action.REQUEUE else None
-            if d.action is Action.REQUEUE and (exclude or prefer) and not self._releaser_lives():
+            if (
+                d.action is Action.REQUEUE
+                and (exclude or prefer)
+                and not slurm_actions.releaser_lives()
+            ):
                 # the exclusions would die with the releaser: a fresh job carries them itself
                 why = f"{d.detail}; the releaser dies with the job here (proctrack/cgroup)"
             elif d.action is Action.REQUEUE:
                 try:
-                    how = self.requeue(exclude, prefer)
+                    how = slurm_actions.requeue(cfg, self.releaser, exclude, prefer)
                     ledger.append(
                         cfg.job_dir, "requeued", job_id=cfg.job_id, exclude=list(exclude), how=how
                     )
@@ -369,12 +220,12 @@ class Supervisor:
                 except SlurmError as exc:
                     requeue_error = exc  # not requeueable here: a fresh job instead
             try:
-                new_id = self.resubmit(exclude)
+                new_id = slurm_actions.resubmit(cfg, exclude)
             except SlurmError as exc2:
                 refused = f"requeue failed ({requeue_error}); " if requeue_error else ""
                 reason = f"{d.detail}; {refused}resubmit failed ({exc2})"
                 ledger.append_final(cfg.job_dir, job_id=cfg.job_id, state="FAILED", reason=reason)
-                return self._failed()
+                return slurm_actions.end_failed(cfg)
             ledger.append(
                 cfg.job_dir,
                 "resubmitted",
@@ -382,115 +233,10 @@ class Supervisor:
                 new_job_id=new_id,
                 reason=str(requeue_error) if requeue_error else why,
             )
-            self._move_dependents()  # before this job ends 0: afterok must not see it
+            slurm_actions.move_dependents(cfg)  # before this job ends 0: afterok must not see it
             return ExitCode.OK
         ledger.append_final(cfg.job_dir, job_id=cfg.job_id, state="FAILED", reason=d.detail)
-        return self._failed()
-
-    # ----- actions through the Slurm layer ----------------------------------------------------
-
-    def requeue(self, exclude: tuple[str, ...], prefer: Preference | None) -> str:
-        """Requeue this job; a detached releaser excludes bad nodes, keeps the job in its super
-        node when spares allow, and lets it start at once. Returns how, for the ledger.
-
-        With ``--requeue=expedite`` Slurm reruns the job at once by itself: with nothing to
-        exclude or pin, a plain requeue is all (``expedite``). Otherwise the rerun would start
-        before anything could change it (a running job's ExcNodeList cannot be updated), so
-        the job is requeued held and the releaser lifts the hold after its updates
-        (``expedite-held``). Elsewhere: requeue, the releaser starts it (``released``)."""
-        from slurm_supernode.slurm import jobs
-
-        cfg = self.cfg
-        if cfg.expedite and not exclude and prefer is None:
-            jobs.requeue(cfg.job_id, release=False)
-            return "expedite"
-        log = cfg.job_dir / "logs" / f"release-{cfg.job_id}.log"
-        self.releaser(cfg.job_id, exclude, log, prefer, cfg.expedite)
-        jobs.requeue(cfg.job_id, hold=cfg.expedite, release=False)
-        return "expedite-held" if cfg.expedite else "released"
-
-    def resubmit(self, exclude: tuple[str, ...]) -> int:
-        """Fresh job for the same chain, bad nodes excluded, after this one ends."""
-        from slurm_supernode.launch.jobdir import link_job_id
-        from slurm_supernode.slurm import jobs
-
-        cfg = self.cfg
-        args = [f"--dependency=afterany:{cfg.job_id}"]
-        if exclude:
-            args.append(f"--exclude={fold(exclude)}")
-        if cfg.sweep:  # a one-task array: the script finds tasks/<i> by SLURM_ARRAY_TASK_ID
-            args.append(f"--array={cfg.sweep['task']}")
-        script = (cfg.job_dir / "job.sh").read_text()
-        new_id = jobs.submit(script, args + resubmission_args(cfg.sbatch_args))
-        link_job_id(cfg.jobs_root, cfg.job_dir, new_id)
-        return new_id
-
-    def _move_dependents(self) -> None:
-        """Jobs waiting on this chain (--after) now wait on its new job id (runtime/after.py);
-        a dependent that could not be moved is named in the ledger."""
-        from slurm_supernode.runtime.after import rewrite_dependents
-
-        try:
-            failures = rewrite_dependents(self.cfg.job_dir, self.cfg.sweep_dir)
-        except (OSError, ValueError, SnrunError) as exc:
-            failures = [str(exc)]
-        if failures:
-            ledger.append(self.cfg.job_dir, "dependents", job_id=self.cfg.job_id, failed=failures)
-
-    def _link_task(self) -> None:
-        """A sweep's task: ``by-id/<its own job id>`` -> its directory (known only now), so
-        ``snrun status/logs/attach <id>`` find it. One task runs under the array's own job id,
-        whose link names the sweep: that one is kept."""
-        cfg = self.cfg
-        if cfg.sweep and cfg.job_id:
-            from slurm_supernode.launch.jobdir import link_job_id
-
-            link = cfg.jobs_root / "by-id" / str(cfg.job_id)
-            with contextlib.suppress(OSError):
-                if not os.path.lexists(link):
-                    link_job_id(cfg.jobs_root, cfg.job_dir, cfg.job_id)
-
-    def _releaser_lives(self) -> bool:
-        """Will the detached releaser outlive this job? Not under proctrack/cgroup, which kills
-        every process of the job: a requeue there would lose the exclusions (and an expedited
-        one would stay held). Unknown (controller unreachable): as before, yes."""
-        from slurm_supernode.slurm.version import detached_process_survives
-
-        try:
-            return detached_process_survives()
-        except SlurmError:
-            return True
-
-    def _failed(self) -> ExitCode:
-        """The chain ends FAILED. An expedited job that exits non-zero would be requeued held
-        by Slurm (REQUEUE_HOLD, waiting forever): turn its requeue off first."""
-        if self.cfg.expedite:
-            from slurm_supernode.slurm import jobs
-
-            with contextlib.suppress(SlurmError):
-                jobs.update_job(self.cfg.job_id, Requeue=0)
-        return ExitCode.FAILED
-
-    def preflight(self, attempt: int) -> list[str]:
-        """`snrun health` on every node (one srun step); nodes that are critical or silent."""
-        cfg = self.cfg
-        out_dir = cfg.job_dir / "health"
-        out_dir.mkdir(parents=True, exist_ok=True)
-        # %t (task id), not %N: with several slurmd per host %N is the host's name, not the node's.
-        pattern = str(out_dir / f"attempt{attempt}.task%t.json")
-        check = [cfg.python, "-m", "slurm_supernode", "health", "--site", cfg.site_file, "--json"]
-        with contextlib.suppress(SlurmError):  # nodes that gave no answer count as failed below
-            run_step(step_command(len(cfg.hosts), cfg.het_size, check, output=pattern))
-        status: dict[str, NodeHealth] = {}
-        for path in out_dir.glob(f"attempt{attempt}.task*.json"):
-            try:
-                result = json.loads(path.read_text())
-                status[str(result.get("node"))] = NodeHealth(int(result.get("status")))
-            except (OSError, ValueError, TypeError):
-                continue
-        return [h for h in cfg.hosts if status.get(h, NodeHealth.CRITICAL) is NodeHealth.CRITICAL]
-
-    # ----- helpers ----------------------------------------------------------------------------
+        return slurm_actions.end_failed(cfg)
 
     def _on_usr2(self, _signum: int, _frame: object) -> None:
         self.signal = self.signal or StopSignal.USR2
@@ -521,17 +267,6 @@ class Supervisor:
             return False
         return any(info.state.base == "CANCELLED" for info in infos)
 
-    def _request_stop(self, attempt: int, failed: tuple[str, ...]) -> float:
-        """Ask every other node's agent to stop its torchrun (runtime/failfast.py); the ledger
-        records the request after the failing node's own record. Returns when."""
-        reason = f"{','.join(failed)} failed first"
-        failfast.request_stop(self.cfg.job_dir, attempt, failed, reason)
-        ledger.append(
-            self.cfg.job_dir, "stop_requested", attempt=attempt, job_id=self.cfg.job_id,
-            failed=list(failed),
-        )  # fmt: skip
-        return time.time()
-
     def _bad_nodes(self) -> list[str]:
         from slurm_supernode.slurm.nodes import node_infos
 
@@ -540,14 +275,6 @@ class Supervisor:
         except SlurmError:
             return []
         return [info.name for info in infos if not info.usable]
-
-    def _progress(self) -> tuple[str | None, float | None]:
-        path = self.cfg.job_dir / HEARTBEAT
-        try:
-            first = path.read_text().strip().splitlines()[:1]  # the marker is the first line
-            return (first[0][:200] if first else None), path.stat().st_mtime
-        except OSError:
-            return None, None
 
     def _close_orphan_attempt(self) -> None:
         """An attempt without an end means Slurm requeued the job under us (node failure)."""
@@ -572,7 +299,7 @@ class Supervisor:
         loaded machine) and Slurm's SIGKILL ends the supervisor."""
         if not self._cancelled():
             return False
-        progress, _ = self._progress()
+        progress, _ = read_progress(self.cfg.job_dir)
         result = AttemptResult(
             step_exit=128 + signal.SIGTERM,
             node_exits={},
@@ -620,102 +347,13 @@ class Supervisor:
         return preferred_supernode(site, list(self.cfg.hosts), d.exclude, self.cfg.het_size)
 
 
-class _FailureWatch:
-    """Nodes with a rank that raised (``rank_failed``, written by the rank itself) or whose
-    agent reported a non-zero exit in ``attempt``, first failure first. The ledger is read
-    again only when it grew (the supervisor looks every ``poll``)."""
-
-    def __init__(self, job_dir: Path, attempt: int) -> None:
-        self._job_dir, self._attempt, self._size = job_dir, attempt, -1
-
-    def __call__(self) -> tuple[str, ...]:
-        try:
-            size = ledger.ledger_path(self._job_dir).stat().st_size
-        except OSError:
-            return ()
-        if size == self._size:
-            return ()
-        self._size = size
-        return tuple(
-            dict.fromkeys(
-                str(rec.get("node"))
-                for rec in ledger.read(self._job_dir)
-                if rec.get("attempt") == self._attempt
-                and (
-                    rec["event"] == "rank_failed"
-                    or (rec["event"] == "node_exit" and rec.get("exit_code") not in (0, None))
-                )
-            )
-        )
-
-
-def failed_by_time(
-    records: Iterable[dict[str, Any]], attempt: int, first: Sequence[str]
-) -> tuple[str, ...]:
-    """``first`` (the nodes that failed first, as the supervisor saw them reported) plus the
-    nodes with a rank killed by a signal, ordered by when they failed: a signal death is
-    recorded by its agent after torchrun's report, later than a peer's error about it, but
-    carries when the rank died (``died``). Without ``first`` (no fail fast) nothing is added."""
-    if not first:
-        return ()
-    when: dict[str, float] = {}
-    for rec in records:
-        if rec.get("attempt") != attempt:
-            continue
-        node = str(rec.get("node"))
-        died = rec.get("died") if rec["event"] == "rank_failed" else None
-        failed = rec["event"] == "rank_failed" or (
-            rec["event"] == "node_exit"
-            and rec.get("exit_code") not in (0, None)
-            and not rec.get("stopped")
-        )
-        if (node in first and failed) or isinstance(died, (int, float)):
-            at = float(died) if isinstance(died, (int, float)) else float(rec["time"])
-            when[node] = min(at, when.get(node, at))
-    nodes = dict.fromkeys([*first, *when])
-    return tuple(sorted(nodes, key=lambda n: when.get(n, float("inf"))))
-
-
-def sweep_env(sweep: Mapping[str, object] | None) -> dict[str, str]:
-    """What a sweep's task tells its program: ``SNRUN_SWEEP_TASK``, ``SNRUN_SWEEP_DIR`` and
-    ``SNRUN_PARAM_<NAME>`` per parameter (also ``SNRUN_SWEEP_PARAMS``, all as JSON)."""
-    if not sweep:
-        return {}
-    params = dict(sweep.get("params") or {})  # type: ignore[call-overload]
-    env = {
-        "SNRUN_SWEEP_TASK": str(sweep["task"]),
-        "SNRUN_SWEEP_DIR": str(sweep["dir"]),
-        "SNRUN_SWEEP_PARAMS": json.dumps(params, sort_keys=True),
-    }
-    return env | {f"SNRUN_PARAM_{str(k).upper()}": str(v) for k, v in params.items()}
-
-
 def run_supervisor(
     job_dir: Path, program_argv: list[str], environ: Mapping[str, str] | None = None
 ) -> int:
     """Entry of ``snrun supervise``: returns the batch script's exit code."""
-    import os
 
     environ = dict(os.environ if environ is None else environ)
     config = SupervisorConfig.from_job(
         job_dir, load_inputs(job_dir), JobEnvironment.from_environ(environ), environ, program_argv
     )
     return int(Supervisor(config).run())
-
-
-def lost_supervisor(job_dir: Path, rc: int, environ: Mapping[str, str] | None = None) -> int:
-    """Entry of ``snrun supervise --lost RC`` (the batch script, after the supervisor died):
-    returns the exit code the batch script should end with (the supervisor's own)."""
-    import os
-    import sys
-
-    from slurm_supernode.runtime.lost import record_lost_supervisor
-
-    env = JobEnvironment.from_environ(dict(os.environ if environ is None else environ))
-    inputs = load_inputs(job_dir)
-    reason = record_lost_supervisor(
-        job_dir, rc, env.job_id or 0, expedited(inputs.request["sbatch_args"])
-    )
-    if reason:
-        print(f"snrun: error: {reason}", file=sys.stderr)
-    return rc

@@ -1,6 +1,6 @@
 """Bounds of a site config: far above any real site, low enough that loading a typo
 (``n[0-9999999]``) or a hostile file answers at once with the number instead of allocating
-gigabytes. The reader and the builders check them; bench/bench_site.py loads a site near them."""
+gigabytes. The reader and the builders check them; perf/bench_site.py loads a site near them."""
 
 from __future__ import annotations
 

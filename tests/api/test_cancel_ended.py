@@ -11,9 +11,9 @@ import pytest
 
 from slurm_supernode.api.job import Job
 from slurm_supernode.api.watcher import Backoff, Watcher
+from slurm_supernode.chain import ledger
+from slurm_supernode.chain.array_status import cancel_sweep
 from slurm_supernode.cli.main import main
-from slurm_supernode.runtime import ledger
-from slurm_supernode.runtime.sweep_status import cancel_sweep
 from tests.api.test_job import DATA, chain_dir
 
 

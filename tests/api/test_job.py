@@ -13,8 +13,8 @@ import pytest
 from slurm_supernode.api import job as job_module
 from slurm_supernode.api.job import Job, WaitTimeout
 from slurm_supernode.api.watcher import Backoff, Watcher
+from slurm_supernode.chain import ledger
 from slurm_supernode.errors import InputError
-from slurm_supernode.runtime import ledger
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "slurm"
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from slurm_supernode.api.metrics import job_metrics, job_report, newest_checkpoint
+from slurm_supernode.chain import ledger
 from slurm_supernode.cli.main import main
 from slurm_supernode.errors import InputError
-from slurm_supernode.runtime import ledger
 from tests.observe.attempt_fixture import NODES, SLOW, T0, write_attempt
 
 

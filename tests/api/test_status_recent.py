@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 from slurm_supernode.api.status import recent
+from slurm_supernode.chain import ledger
 from slurm_supernode.cli.main import main
-from slurm_supernode.runtime import ledger
 
 CHAINS, SWEEPS, TASKS = 6, 3, 4
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from slurm_supernode.api.sweep import Sweep
 from slurm_supernode.api.watcher import Watcher
-from slurm_supernode.runtime import ledger
-from slurm_supernode.runtime.sweep_status import sweep_summary
+from slurm_supernode.chain import ledger
+from slurm_supernode.chain.array_status import sweep_summary
 from tests.api.test_watcher import Clock
 
 TASKS = 50

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from slurm_supernode.runtime import ledger
+from slurm_supernode.chain import ledger
 from tests.observe.attempt_fixture import write_attempt
 
 LEAVE = b"\x1b[?25h\x1b[?1049l"

@@ -1,4 +1,4 @@
-"""bench/bench_sched.py's records -> rows -> summary path on what scontrol shows for jobs that
+"""perf/bench_sched.py's records -> rows -> summary path on what scontrol shows for jobs that
 were cancelled (before they started: NodeList=(null), StartTime = EndTime = the cancel; while
 running: EndTime = the cancel) or purged. It crashed on the first (HostlistError on '(null)')."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+BENCH = Path(__file__).resolve().parents[2] / "perf"
 sys.path.insert(0, str(BENCH))
 bench_sched = pytest.importorskip("bench_sched")
 

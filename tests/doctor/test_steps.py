@@ -86,7 +86,7 @@ def test_differences_within_the_measured_noise_warn_and_never_fail(site):
 
 
 def test_a_run_too_noisy_to_judge_fails_nothing_a_steady_one_names_the_node(site):
-    """Figures like a clean run's on a host with CPU burners (bench/bench_doctor_noise.py,
+    """Figures like a clean run's on a host with CPU burners (perf/bench_doctor_noise.py,
     load 22-30 on 2 CPUs): one node's pairs stay at a third of their peers through all three
     repeats by the load alone, while inside the nodes the typical node's figures move by more
     than half between repeats. Too noisy to judge: warnings that say so, no failure. The
@@ -315,13 +315,13 @@ links:
 
 @pytest.mark.parametrize("run,order", [("natural", "0, 1"), ("reversed", "1, 0")])
 def test_real_h200_facts_judged_again(tmp_path, run, order):
-    """The facts measured on 2 x H200 (bench/results/doctor-h200x2) give the same verdicts."""
+    """The facts measured on 2 x H200 (perf/results/doctor-h200x2) give the same verdicts."""
     import json
 
     path = tmp_path / "h200.yaml"
     path.write_text(H200_SITE.replace("ORDER", order))
     site = load_site(str(path))
-    raw = ROOT / "bench" / "results" / "doctor-h200x2" / f"{run}-facts.json"
+    raw = ROOT / "perf" / "results" / "doctor-h200x2" / f"{run}-facts.json"
     report = evaluate(site, DoctorFacts.from_dict(json.loads(raw.read_text())))
     assert report.status == OK
     (bw,) = _find(report, "bandwidth")

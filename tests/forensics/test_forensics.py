@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from slurm_supernode.chain.ledger import current_job_id
 from slurm_supernode.forensics.env import ERROR_HOOK_DIR, forensics_env
 from slurm_supernode.forensics.logs import (
     first_error,
@@ -20,7 +21,6 @@ from slurm_supernode.forensics.logs import (
 )
 from slurm_supernode.forensics.report import attempt_evidence, evidence_lines, last_failure
 from slurm_supernode.forensics.stacks import rank_processes
-from slurm_supernode.runtime.ledger import current_job_id
 from slurm_supernode.slurm.attach import attach_argv
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from slurm_supernode.runtime.agent import RANK_ENTRY
+from slurm_supernode.runtime.agent_plan import RANK_ENTRY
 from slurm_supernode.slurm.job_lookup import job_info
 from tests.integration.helpers import (
     EXAMPLES,

@@ -186,7 +186,7 @@ def test_module_runs_from_the_snapshot(tmp_path: Path) -> None:
     """With a snapshot, `-m pkg.mod` is found in the copy even from the live working dir."""
     from slurm_supernode.placement.model import Layout
     from slurm_supernode.placement.rankmap import build_rank_map
-    from slurm_supernode.runtime.agent import plan_agent_launch
+    from slurm_supernode.runtime.agent_plan import plan_agent_launch
     from tests.placement.sites import make_site
     from tests.runtime.inputs import make_inputs
 

@@ -12,8 +12,8 @@ from slurm_supernode.placement.cost import (
     plan_cost,
     step_cost,
 )
+from slurm_supernode.placement.llm_presets import PRESETS, model_spec
 from slurm_supernode.placement.model import Layout
-from slurm_supernode.placement.models import PRESETS, model_spec
 from slurm_supernode.placement.rankmap import build_rank_map
 from slurm_supernode.placement.recommend import candidate_layouts, recommend
 from slurm_supernode.site.model import LinkLevel
@@ -89,7 +89,7 @@ def test_tp_is_four_ring_all_reduces_per_layer():
 
 def test_tp_time_is_the_single_collective_model():
     # one layer, one micro-batch: the TP time is 4 all-reduces of a, each priced by
-    # collective_time (the function bench/results compares with the measured all-reduce)
+    # collective_time (the function perf/results compares with the measured all-reduce)
     links = default_links(node=300, supernode=100, inter=25, latency_us=7)
     site = make_site(1, 1, 2, links=links)
     model = model_spec(hidden=4096, layers=1, seq=2048, params=1e6)

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from slurm_supernode.placement.cost import Workload, plan_cost
+from slurm_supernode.placement.llm_presets import PRESETS
 from slurm_supernode.placement.model import Layout
-from slurm_supernode.placement.models import PRESETS
 from slurm_supernode.placement.rankmap import build_rank_map, rank_map_to_json
 from tests.placement.sites import ascend_site, default_links, make_site, nvl72_site, reversed_names
 

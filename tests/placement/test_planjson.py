@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from slurm_supernode.placement.cost import Workload, plan_cost
+from slurm_supernode.placement.llm_presets import PRESETS
 from slurm_supernode.placement.model import Layout
-from slurm_supernode.placement.models import PRESETS
 from slurm_supernode.placement.planjson import write_plan_json
 from slurm_supernode.placement.rankmap import build_rank_map, rank_map_to_json
 from tests.placement.sites import make_site, reversed_names

@@ -79,7 +79,7 @@ def srun(args: list[str]) -> int:
             time.sleep(0.05)
     job_dir = Path(args[args.index("--job-dir") + 1])
     if step.get("cancel_record"):  # `snrun cancel` wrote its final record while the step ran
-        from slurm_supernode.runtime import ledger
+        from slurm_supernode.chain import ledger
 
         ledger.append_final(job_dir, state="CANCELLED", reason="snrun cancel")
     _agents_report(job_dir, attempt, step)
@@ -89,7 +89,7 @@ def srun(args: list[str]) -> int:
 
 
 def _cancelled_slowly(job_dir: Path, attempt: int) -> int:
-    from slurm_supernode.runtime import ledger
+    from slurm_supernode.chain import ledger
 
     ledger.append(job_dir, "final", state="CANCELLED", reason="snrun cancel")
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # slow to die: Slurm's SIGKILL would end it
@@ -108,7 +108,7 @@ def _cancelled_slowly(job_dir: Path, attempt: int) -> int:
 
 def _agents_report(job_dir: Path, attempt: int, step: dict) -> None:
     """The ledger records the ranks and agents of the step would write."""
-    from slurm_supernode.runtime import ledger
+    from slurm_supernode.chain import ledger
 
     for host, error in step.get("raised", {}).items():  # what runtime/rank_entry.py writes
         raised = error if isinstance(error, dict) else {"error": error, "rank": 1}
@@ -129,7 +129,7 @@ def _agents_report(job_dir: Path, attempt: int, step: dict) -> None:
 
 def _linger(job_dir: Path, attempt: int, step: dict) -> int:
     """The other nodes wait (torchrun's exit barrier) until a SIGTERM ends the step."""
-    from slurm_supernode.runtime import ledger
+    from slurm_supernode.chain import ledger
     from slurm_supernode.runtime.failfast import read_stop
 
     stopped: list[int] = []

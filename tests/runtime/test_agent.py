@@ -6,8 +6,8 @@ from slurm_supernode.errors import JobError
 from slurm_supernode.jobenv import JobEnvironment
 from slurm_supernode.placement.model import Layout
 from slurm_supernode.placement.rankmap import build_rank_map
-from slurm_supernode.runtime.agent import RANK_ENTRY, master_port, plan_agent_launch
-from slurm_supernode.runtime.supervisor import srun_command
+from slurm_supernode.runtime.agent_plan import RANK_ENTRY, master_port, plan_agent_launch
+from slurm_supernode.runtime.agent_step import srun_command
 from tests.placement.sites import ascend_site, make_site, reversed_names
 from tests.runtime.inputs import make_inputs
 

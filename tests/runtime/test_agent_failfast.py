@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from slurm_supernode.runtime import failfast
-from slurm_supernode.runtime.agent import run_child
+from slurm_supernode.runtime.torchrun_child import run_child
 
 # A launcher with one worker: on SIGTERM it stops its worker and exits 7, as torchrun does.
 # It creates the file argv[1] once its worker runs.
@@ -120,7 +120,7 @@ NODE0 = """
 import os, sys
 from pathlib import Path
 from slurm_supernode.runtime import failfast
-from slurm_supernode.runtime.agent import run_child
+from slurm_supernode.runtime.torchrun_child import run_child
 job_dir, argv = Path(sys.argv[1]), sys.argv[2:]
 done = run_child(argv, dict(os.environ), stop=failfast.StopWatch(job_dir, 0, "n0"))
 print("RESULT", done.code, done.stopped, flush=True)

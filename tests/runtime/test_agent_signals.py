@@ -35,7 +35,7 @@ sys.exit(3)
 
 DRIVER = """
 import os, sys
-from slurm_supernode.runtime.agent import run_child
+from slurm_supernode.runtime.torchrun_child import run_child
 argv = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=1",
         "--run-path", "--start-method=fork", sys.argv[2]]
 env = dict(os.environ, OMP_NUM_THREADS="1")

@@ -1,10 +1,9 @@
 from __future__ import annotations
 
+from slurm_supernode.chain.causes import Action, Cause
 from slurm_supernode.jobenv import JobEnvironment
 from slurm_supernode.runtime.classify import (
-    Action,
     AttemptResult,
-    Cause,
     PastAttempt,
     StopSignal,
     classify,
@@ -92,7 +91,7 @@ def test_budgets_defaults_then_site_then_max_restarts():
 
 
 def test_supervisor_budgets_from_inputs_and_environment() -> None:
-    from slurm_supernode.runtime.supervisor import budgets_for
+    from slurm_supernode.runtime.supervisor_config import budgets_for
 
     inputs = make_inputs(max_restarts=None, site_restarts={"hang": 0, "time_limit": 4})
     b = budgets_for(JobEnvironment(), inputs)

@@ -19,7 +19,7 @@ import pytest
 from slurm_supernode.api.logs import LogSelection, open_logs
 from slurm_supernode.cli.main import main
 from slurm_supernode.launch.container_render import enter_script
-from slurm_supernode.runtime.agent import FAST_EXIT
+from slurm_supernode.runtime.agent_plan import FAST_EXIT
 from slurm_supernode.runtime.classify import ExitCode
 from slurm_supernode.runtime.container_launch import runtime_error, runtime_output
 from tests.runtime.test_supervisor_loop import Harness
@@ -138,7 +138,7 @@ def test_container_that_starts_nowhere_stops_at_once_and_says_why(tmp_path, monk
 
 def test_a_node_stopped_before_its_container_started_says_so_in_logs(tmp_path, monkeypatch):
     """n0's container failed; n1 was stopped (fail fast) before its own started."""
-    from slurm_supernode.runtime import ledger
+    from slurm_supernode.chain import ledger
 
     said = ["/jobs/j/container/n0.0.enter.sh: 3: exec: python3: not found"]
     h = Harness(tmp_path, monkeypatch)

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import sys
 
-from slurm_supernode.runtime import ledger
+from slurm_supernode.chain import ledger
+from slurm_supernode.chain.causes import Action, Cause
 from slurm_supernode.runtime.classify import (
-    Action,
     AttemptResult,
-    Cause,
     ExitCode,
     PastAttempt,
     decide,

@@ -6,9 +6,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from slurm_supernode.runtime import ledger
+from slurm_supernode.chain import ledger
+from slurm_supernode.chain.lost import record_lost_supervisor
 from slurm_supernode.runtime.classify import ExitCode
-from slurm_supernode.runtime.lost import record_lost_supervisor
 from tests.runtime.test_supervisor_loop import OK, Harness
 
 PACKAGE = Path(__file__).resolve().parents[2] / "slurm_supernode"

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from slurm_supernode.runtime.classify import Action, AttemptResult, Cause, decide, default_budgets
+from slurm_supernode.chain.causes import Action, Cause
+from slurm_supernode.runtime.classify import AttemptResult, decide, default_budgets
 from slurm_supernode.runtime.imex_cause import imex_blame, nccl_imex_in_logs, nccl_imex_line
 from slurm_supernode.runtime.imex_preflight import (
     exchange_dir,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from slurm_supernode.placement.cost import Workload, levels_of, step_cost
-from slurm_supernode.placement.models import model_spec
+from slurm_supernode.placement.llm_presets import model_spec
 from slurm_supernode.placement.rankmap import build_rank_map
 from slurm_supernode.runtime.plan_share import plan_share
 from slurm_supernode.site.loader import load_site

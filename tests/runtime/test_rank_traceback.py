@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from slurm_supernode.runtime import ledger
-from slurm_supernode.runtime.agent import RANK_ENTRY
+from slurm_supernode.chain import ledger
+from slurm_supernode.runtime.agent_plan import RANK_ENTRY
 
 pytest.importorskip("torch")
 

@@ -16,14 +16,16 @@ from pathlib import Path
 
 import pytest
 
+from slurm_supernode.chain import ledger
 from slurm_supernode.forensics.logs import first_error, node_log_dir
 from slurm_supernode.forensics.report import cause_in_words
-from slurm_supernode.runtime import agent, failfast, ledger
-from slurm_supernode.runtime.agent import FAST_EXIT, RANK_ENTRY, run_child
+from slurm_supernode.forensics.torchrun_report import parse_failures, rank_pids
+from slurm_supernode.runtime import agent_plan, failfast, launcher_stop, rank_sightings
+from slurm_supernode.runtime.agent_plan import FAST_EXIT, RANK_ENTRY
+from slurm_supernode.runtime.failure_watch import failed_by_time
 from slurm_supernode.runtime.rank_entry import read_rank_mark
 from slurm_supernode.runtime.signal_deaths import record_signal_deaths, signal_deaths, unreported
-from slurm_supernode.runtime.supervisor import failed_by_time
-from slurm_supernode.runtime.torchrun_report import parse_failures, rank_pids
+from slurm_supernode.runtime.torchrun_child import run_child
 
 
 def _rank_dir(job_dir: Path, node: str, node_rank: int, local: int = 0) -> Path:
@@ -175,7 +177,7 @@ def test_a_launcher_that_reports_its_own_failure_is_not_stopped(tmp_path):
     request = failfast.StopRequest(0, ("n0",), "n0 failed first")
     try:
         reported = iter([True, False, False])  # once is enough
-        stopper = agent._LauncherStop(
+        stopper = launcher_stop.LauncherStop(
             lambda: request, lambda: [launcher.pid], list, lambda: next(reported)
         )
         for _ in range(3):
@@ -186,7 +188,9 @@ def test_a_launcher_that_reports_its_own_failure_is_not_stopped(tmp_path):
         launcher.wait()
     silent = subprocess.Popen(["sleep", "60"])  # without a failure of its own: stopped at once
     try:
-        stopper = agent._LauncherStop(lambda: request, lambda: [silent.pid], list, lambda: False)
+        stopper = launcher_stop.LauncherStop(
+            lambda: request, lambda: [silent.pid], list, lambda: False
+        )
         stopper.look()
         assert stopper.reason == "n0 failed first" and silent.wait(timeout=30) == -signal.SIGKILL
     finally:
@@ -256,7 +260,7 @@ time.sleep(60)
     )
     try:
         assert launcher.stdout is not None and launcher.stdout.readline() == "ready\n"
-        sightings = agent._RankSightings(lambda: [launcher.pid])
+        sightings = rank_sightings.RankSightings(lambda: [launcher.pid])
         sightings.look()
         assert sorted(sightings.killed.values()) == [signal.SIGKILL, signal.SIGSEGV]
         assert not sightings.last_seen  # nobody alive
@@ -324,14 +328,14 @@ def test_a_rank_gone_without_its_clean_exit_mark_has_vanished(tmp_path: Path) ->
     try:
         assert launcher.stdout is not None
         clean, killed = map(int, launcher.stdout.readline().split())
-        sightings = agent._RankSightings(lambda: [launcher.pid], str(exits))
+        sightings = rank_sightings.RankSightings(lambda: [launcher.pid], str(exits))
         sightings.look()
         assert set(sightings.last_seen) == {clean, killed} and not sightings.vanished
         go.touch()
         assert launcher.stdout.readline() == "reaped\n"
         sightings.look()
         assert sightings.vanished == {killed} and not sightings.killed
-        unmarked = agent._RankSightings(lambda: [launcher.pid])  # spawned ranks: no marks
+        unmarked = rank_sightings.RankSightings(lambda: [launcher.pid])  # spawned ranks: no marks
         unmarked.look()
         assert not unmarked.vanished
     finally:
@@ -367,7 +371,7 @@ def test_a_stop_request_while_torchrun_stops_the_killed_ranks_sibling_spares_it(
         "--run-path", "--start-method=fork", RANK_ENTRY, str(script), str(pid_file),
     ]  # fmt: skip
     root = str(Path(__file__).resolve().parents[2])
-    exits = agent.rank_exits_dir(str(log_dir))
+    exits = agent_plan.rank_exits_dir(str(log_dir))
     env = dict(
         os.environ, PYTHONPATH=root, OMP_NUM_THREADS="1", PYTORCH_NVML_BASED_CUDA_CHECK="1",
         SNRUN_RANK_EXITS=exits,

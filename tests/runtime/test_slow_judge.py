@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 
+from slurm_supernode.chain import ledger
+from slurm_supernode.chain.causes import Action, Cause
+from slurm_supernode.chain.slow_status import slow_lines, with_slow_marks
 from slurm_supernode.observe.records import StepRecord, append, read, slow_path, steps_path
-from slurm_supernode.runtime import failfast, ledger
-from slurm_supernode.runtime.classify import Action, AttemptResult, Cause, decide, default_budgets
+from slurm_supernode.runtime import failfast
+from slurm_supernode.runtime.classify import AttemptResult, decide, default_budgets
 from slurm_supernode.runtime.slow_judge import SlowJudge
-from slurm_supernode.runtime.slow_status import slow_lines, with_slow_marks
 from slurm_supernode.runtime.slow_watch import SlowWatch
 
 NODES = {"n1": "sn1", "n2": "sn1", "n3": "sn2", "n4": "sn2"}

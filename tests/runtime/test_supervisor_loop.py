@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from slurm_supernode.chain import ledger
 from slurm_supernode.jobenv import JobEnvironment
-from slurm_supernode.runtime import ledger
 from slurm_supernode.runtime.classify import ExitCode
 from slurm_supernode.runtime.failfast import read_stop
-from slurm_supernode.runtime.supervisor import Supervisor, SupervisorConfig
+from slurm_supernode.runtime.supervisor import Supervisor
+from slurm_supernode.runtime.supervisor_config import SupervisorConfig
 from tests.runtime.inputs import make_inputs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -284,7 +285,7 @@ def test_sigterm_of_a_cancelled_job_reads_as_cancellation(h):
     term = {"signal_parent": "TERM", "exits": {"n0": 0, "n1": 0}}
     assert h.run({"attempts": [term], "job_state": "CANCELLED"}) is ExitCode.SIGNALLED
     assert h.ends() == [("cancelled", "slurm")]
-    from slurm_supernode.runtime.status import chain_summary, format_chain
+    from slurm_supernode.chain.status import chain_summary, format_chain
 
     attempt = chain_summary(h.job_dir)["attempts"][0]
     assert attempt["detail"] == "job cancelled (snrun cancel or scancel)"
@@ -378,7 +379,7 @@ def test_without_expedite_the_releaser_starts_the_requeued_job(h):
 
 def test_sbatch_passthrough_decides_the_requeue_mode(h):
     """--sbatch=--no-requeue after snrun's own --requeue=expedite: the last one counts."""
-    from slurm_supernode.runtime.supervisor import expedited
+    from slurm_supernode.runtime.sbatch_argv import expedited
 
     assert expedited(["--requeue=expedite", "--nodes=2"])
     assert not expedited(["--requeue=expedite", "--no-requeue"])

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from slurm_supernode.runtime.agent import FAST_EXIT
+from slurm_supernode.runtime.agent_plan import FAST_EXIT
 from slurm_supernode.runtime.torch_workarounds import exception_log
 from slurm_supernode.runtime.torch_workarounds.exception_log import PreformattedException, install
 

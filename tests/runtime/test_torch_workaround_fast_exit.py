@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from slurm_supernode.runtime.agent import FAST_EXIT, RANK_ENTRY, run_child
-from slurm_supernode.runtime.torchrun_report import parse_failures
+from slurm_supernode.forensics.torchrun_report import parse_failures
+from slurm_supernode.runtime.agent_plan import FAST_EXIT, RANK_ENTRY
+from slurm_supernode.runtime.torchrun_child import run_child
 
 FAKE = """
 import atexit, os, sys
