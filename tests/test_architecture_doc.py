@@ -44,7 +44,7 @@ def named(body: str, package: str | None) -> set[str]:
     """The modules a section names as its own: bare ``name.py`` or a path inside the package;
     ``other/name.py`` with another package's name is a reference (checked apart)."""
     others = set(packages()) - {package}
-    return {m for m in MODULE.findall(body) if m.split("/", 1)[0] not in others}
+    return {m for m in MODULE.findall(body) if m.split("/", 1)[0] not in others | {"tests"}}
 
 
 def problems(text: str) -> list[str]:
