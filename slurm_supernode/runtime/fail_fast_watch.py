@@ -45,12 +45,13 @@ class FailFastWatch:
         self._stop_at = time.time()
 
     def _request_stop(self, failed: tuple[str, ...]) -> float:
-        """Ask every other node's agent to stop its torchrun (runtime/failfast.py); the ledger
-        records the request after the failing node's own record. Returns when."""
+        """Ask every other node's agent to stop its torchrun (runtime/failfast.py). The ledger
+        records the request before the request is written: a stopped node's own record then
+        always follows it, however fast its agent acts. Returns when."""
         reason = f"{','.join(failed)} failed first"
-        failfast.request_stop(self._cfg.job_dir, self._attempt, failed, reason)
         ledger.append(
             self._cfg.job_dir, "stop_requested", attempt=self._attempt, job_id=self._cfg.job_id,
             failed=list(failed),
         )  # fmt: skip
+        failfast.request_stop(self._cfg.job_dir, self._attempt, failed, reason)
         return time.time()
