@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The GPU evidence runs behind perf/results/h200x2.md (device kind nvidia-h200-x2).
-# Run from a checkout root: `OUT=bench/out bash perf/h200_run.sh 1` (then `... 2`).
+# Run from a checkout root: `OUT=perf/out bash perf/h200_run.sh 1` (then `... 2`).
 # Raw outputs go to $OUT. NVLink multicast stays off (NCCL_NVLS_ENABLE=0): the lending
 # workplace requires it, and nccl-tests' reference figures in field-facts.md were taken so.
 set -u
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-OUT=${OUT:-bench/out}
+OUT=${OUT:-perf/out}
 BIG=${BIG:-4G}
 PHASE=${1:-1}
 mkdir -p "$OUT"

@@ -3,12 +3,12 @@
 # sampler with NVML, profiler window; NVML against nvidia-smi), then one real rank of torchrun
 # (forked worker through snrun's rank entry, NCCL) with its profiler window, to show a CUDA
 # trace reduced to compute / exposed / overlapped communication. Run from a checkout root:
-# `OUT=bench/out bash perf/gpu/observe_h200.sh`. (PYTORCH_NVML_BASED_CUDA_CHECK=1: what the agent
+# `OUT=perf/out bash perf/gpu/observe_h200.sh`. (PYTORCH_NVML_BASED_CUDA_CHECK=1: what the agent
 # sets for forked workers, else torchrun initialises CUDA before forking.)
 set -u
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-OUT=${OUT:-bench/out}
+OUT=${OUT:-perf/out}
 mkdir -p "$OUT"
 { nvidia-smi; python3 -c 'import torch, pynvml; print("torch", torch.__version__, "nvml", pynvml.__file__)'; } >"$OUT/machine.txt" 2>&1
 timeout 400 python3 perf/bench_observe.py --device cuda --steps 200 --repeats 3 >"$OUT/bench_observe_cuda.txt" 2>&1
