@@ -124,7 +124,7 @@ class SlurmSettings:
     # Partitions on which the job_submit plugin enforces whole super nodes.
     supernode_partitions: tuple[str, ...] = ()
     # job_submit.lua's rule for jobs that fit in one super node (one of SMALL_JOB_POLICIES)
-    small_jobs: str = "whole"
+    small_jobs: str = "aligned"
     gres_name: str = "gpu"
     # Extra NodeName= attributes for every node, in order (e.g. NodeHostname=localhost,
     # NodeAddr=127.0.0.1 so several slurmd share one host in the local test cluster).

@@ -13,7 +13,8 @@ from tests.placement.sites import make_site
 
 def site(strategy: str = "features", **kw):
     s = make_site(2, 4, 8, 2, **kw)
-    return dataclasses.replace(s, slurm=SlurmSettings(partition="main", strategy=strategy))
+    slurm = SlurmSettings(partition="main", strategy=strategy, small_jobs="whole")
+    return dataclasses.replace(s, slurm=slurm)
 
 
 def spec(**kw) -> JobSpec:

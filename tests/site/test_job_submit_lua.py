@@ -8,6 +8,7 @@ tests/site/test_export.py`` and review the diff."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -144,14 +145,22 @@ def run_plugin(
 
 @pytest.fixture(scope="module")
 def scripts(tmp_path_factory) -> dict[str, Path]:
+    """The bundled sites' plugins with the whole rule these tests check (the default is
+    aligned: tests at the end of this file)."""
     out = tmp_path_factory.mktemp("lua")
     paths = {}
     for name in ("local", "nvl72", "ib-8gpu"):
         paths[name] = out / f"{name}.lua"
-        paths[name].write_text(
-            export(load_site(str(ROOT / "site-configs" / f"{name}.yaml")), "job-submit-lua")
-        )
+        text = with_small_jobs((ROOT / "site-configs" / f"{name}.yaml").read_text(), "whole")
+        (out / f"{name}.yaml").write_text(text)
+        paths[name].write_text(export(load_site(str(out / f"{name}.yaml")), "job-submit-lua"))
     return paths
+
+
+def with_small_jobs(text: str, policy: str) -> str:
+    """A site's YAML with ``slurm.small_jobs: policy`` (whatever it said before)."""
+    text = re.sub(r"(?m)^  small_jobs: .*\n(?:^ {20,}#.*\n)*", "", text)
+    return text.replace("\nslurm:\n", f"\nslurm:\n  small_jobs: {policy}\n", 1)
 
 
 # Golden copies of the exported Lua live with the other exports (tests/site/test_export.py).
@@ -363,6 +372,7 @@ def auto_site_script(folder: Path, site: str = "nvl72", **files: str) -> Path:
     """The site's plugin with strategy auto, installed in folder next to the given files."""
     text = (ROOT / "site-configs" / f"{site}.yaml").read_text()
     text = text.replace("strategy: block", "strategy: auto")
+    text = with_small_jobs(text, "whole")  # the rule these tests check
     (folder / "site.yaml").write_text(text)
     script = folder / "job_submit.lua"
     script.write_text(export(load_site(str(folder / "site.yaml")), "job-submit-lua"))
@@ -469,7 +479,7 @@ def aligned(tmp_path_factory) -> dict[str, Path]:
     paths = {}
     for name in ("local", "nvl72"):
         text = (ROOT / "site-configs" / f"{name}.yaml").read_text()
-        text = text.replace("\nslurm:\n", "\nslurm:\n  small_jobs: aligned\n", 1)
+        text = with_small_jobs(text, "aligned")
         (out / f"{name}.yaml").write_text(text)
         paths[name] = out / f"{name}.lua"
         paths[name].write_text(export(load_site(str(out / f"{name}.yaml")), "job-submit-lua"))
@@ -503,7 +513,7 @@ def test_aligned_still_rounds_jobs_over_one_super_node(aligned):
 def test_aligned_on_mixed_sizes_allows_every_super_node_that_holds_the_job(tmp_path):
     text = (ROOT / "site-configs" / "local.yaml").read_text()
     text = text.replace("nodes: n[4-7]", "nodes: n[4-11]")
-    text = text.replace("\nslurm:\n", "\nslurm:\n  small_jobs: aligned\n", 1)
+    text = with_small_jobs(text, "aligned")
     (tmp_path / "s.yaml").write_text(text)
     script = tmp_path / "js.lua"
     script.write_text(export(load_site(str(tmp_path / "s.yaml")), "job-submit-lua"))

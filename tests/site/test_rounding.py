@@ -76,7 +76,8 @@ def _snrun(site, n: int) -> tuple[int, int] | None:
 @pytest.mark.skipif(LUA is None, reason="lua5.1 not installed (apt-get install lua5.1)")
 @pytest.mark.parametrize("name", [*BUNDLED, "mixed"])
 def test_snrun_and_the_plugin_agree_on_every_node_count(name, tmp_path):
-    site = sites(tmp_path)[name]
+    site = sites(tmp_path)[name]  # the whole rule (small_jobs: aligned has its own tests)
+    site = dataclasses.replace(site, slurm=dataclasses.replace(site.slurm, small_jobs="whole"))
     if not site.slurm.supernode_partitions:
         site = dataclasses.replace(
             site, slurm=dataclasses.replace(site.slurm, supernode_partitions=("main",))
