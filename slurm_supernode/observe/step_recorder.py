@@ -142,19 +142,17 @@ _current: list[StepRecorder] = []  # this process's recorder: the hook is proces
 
 def from_environ(environ: Mapping[str, str]) -> StepRecorder | None:
     """The recorder the agent's variables describe; None outside an snrun rank."""
-    job_dir, node, rank = (
-        environ.get("SNRUN_JOB_DIR"),
-        environ.get("SNRUN_NODE"),
-        environ.get("RANK"),
-    )
-    if not job_dir or not node or rank is None:
-        return None
+    from slurm_supernode.jobenv import JobEnvironment
+
+    job_dir, node = environ.get("SNRUN_JOB_DIR"), environ.get("SNRUN_NODE")
     try:
-        attempt = int(environ.get("SNRUN_ATTEMPT") or 0)
-        rank_n = int(rank)
-    except ValueError:
+        env = JobEnvironment.from_environ(environ)
+    except Exception:  # a bad number: no records, the script runs
         return None
-    first = environ.get("LOCAL_RANK", "0") == "0"
+    if not job_dir or not node or env.rank is None:
+        return None
+    attempt, rank_n = env.attempt, env.rank
+    first = env.local_rank in (None, 0)
     return StepRecorder(
         steps_path(Path(job_dir), attempt, rank_n),
         rank_n,

@@ -151,16 +151,17 @@ def group_kinds(trace: Mapping[str, Any], environ: Mapping[str, str]) -> dict[st
     this rank's groups of the layout (``SNRUN_LAYOUT``); the default group is ``world``."""
     out = {"default_pg": "world"}
     try:
+        from slurm_supernode.jobenv import JobEnvironment
         from slurm_supernode.placement.layout import groups
         from slurm_supernode.placement.model import GROUP_DIMS, Layout
 
         layout = Layout.from_dict(json.loads(environ.get("SNRUN_LAYOUT", "{}")))
-        world = int(environ.get("WORLD_SIZE", "0")) or None
+        env = JobEnvironment.from_environ(environ)
         mine = {
             tuple(g): dim
             for dim in GROUP_DIMS
-            for g in groups(layout, dim, world)
-            if int(environ.get("RANK", "0")) in g
+            for g in groups(layout, dim, env.world_size)
+            if (env.rank or 0) in g
         }
     except Exception:
         return out
