@@ -33,6 +33,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "logs": ("logs", "per-rank logs of a job's attempts"),
     "metrics": ("metrics", "a job's figures now: devices, step time, communication, slow nodes"),
     "top": ("top", "a live view of a running job, per node"),
+    "profile": ("profile", "ask a running job for a profiler window (communication share) now"),
     "attach": ("attach", "a shell, a command or a live stack dump on a node of a running job"),
     "bench": ("bench", "collective bandwidth benchmarks: run, submit, schedule, report"),
     "health": ("health", "node health checks; drain and resume nodes"),
