@@ -36,11 +36,21 @@ class WaitTimeout(JobError):
 class NeverStarts(JobError):
     """``Job.wait`` gave up: the chain's job waits for something that can never come
     (``ChainState.never_starts``: a dependency never satisfied, a partition that cannot serve
-    it); ``state`` says which. Cancel it, or change what it asks for."""
+    it); ``state`` says which. Cancel it, or change what it asks for. ``Sweep.wait`` raises it
+    too: ``state`` is then the first such task's, ``summary`` the sweep's status."""
 
-    def __init__(self, message: str, *, where: str, state: ChainState) -> None:
-        super().__init__(message, where=where, hint=f"snrun cancel {state.job_id}")
+    def __init__(
+        self,
+        message: str,
+        *,
+        where: str,
+        state: ChainState,
+        hint: str | None = None,
+        summary: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message, where=where, hint=hint or f"snrun cancel {state.job_id}")
         self.state = state
+        self.summary = summary  # a sweep's: its status (``Sweep.status()``) then
 
 
 class Job:

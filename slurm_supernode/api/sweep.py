@@ -23,6 +23,8 @@ from slurm_supernode.launch.request import ClusterFacts
 from slurm_supernode.site.model import Site
 
 if TYPE_CHECKING:
+    from slurm_supernode.api.cancel import CancelOutcome
+    from slurm_supernode.api.job import NeverStarts
     from slurm_supernode.api.watcher import Watcher
     from slurm_supernode.chain.status import JobRecord
 
@@ -63,6 +65,8 @@ class Sweep:
 
         watcher = self._watcher()
         ids = [ledger.current_job_id(d) for d in task_dirs(self.sweep_dir)]
+        if None in ids and self.array_job_id > 0:  # a task not started: it waits in the
+            ids.append(self.array_job_id)  # array's own pending record (its reason)
         watcher.watch(i for i in ids if i is not None)
         return watcher.record
 
@@ -86,11 +90,17 @@ class Sweep:
     ) -> dict[str, Any]:
         """Until every task's chain has ended; the status then. The ledgers (local files) are
         read every second, Slurm on the watcher's schedule (2 s growing to 60 s while nothing
-        changes). ``progress`` is called with each new set of task states."""
+        changes). ``progress`` is called with each new set of task states. ``NeverStarts``
+        as soon as a task waits for what can never come (``status()["never_starts"]``: a
+        dependency never satisfied, a partition that cannot serve it): the sweep could never
+        end; ``JobError`` after ``timeout`` seconds."""
+        from slurm_supernode.api.arguments import check_callable, check_seconds
         from slurm_supernode.api.watcher import LEDGER_POLL
         from slurm_supernode.chain.array_status import all_ended
         from slurm_supernode.errors import JobError
 
+        timeout = check_seconds(timeout, "timeout")
+        check_callable(progress, "progress")
         deadline = None if timeout is None else time.monotonic() + timeout
         last: dict[str, int] | None = None
         while True:
@@ -100,6 +110,8 @@ class Sweep:
             last = summary["counts"]
             if all_ended(summary):
                 return summary
+            if summary["never_starts"]:
+                raise self._never_starts(summary)
             if deadline is not None and time.monotonic() >= deadline:
                 raise JobError(
                     f"sweep did not end within {timeout:g} s ({summary['counts']})",
@@ -110,10 +122,37 @@ class Sweep:
                 pause = min(pause, max(0.0, deadline - time.monotonic()))
             sleep(pause)
 
-    def cancel(self) -> list[int]:
-        from slurm_supernode.chain.array_status import cancel_sweep
+    def cancel(self) -> CancelOutcome:
+        """End every task's chain that has not ended, then the array (``Job.cancel``'s
+        outcome): ``.job_ids`` cancelled. Ended is ended: a task that ended stays as it ended;
+        with every task ended nothing is changed and ``.ended`` is the sweep's end
+        (COMPLETED, FAILED or CANCELLED; ``.reason`` its tasks' counts)."""
+        from slurm_supernode.api.cancel import CancelOutcome
+        from slurm_supernode.chain.array_status import cancel_sweep, ended_as
 
-        return cancel_sweep(self.sweep_dir)
+        ids = cancel_sweep(self.sweep_dir)
+        ended = None if ids else ended_as(self.sweep_dir)
+        return CancelOutcome((), *ended) if ended else CancelOutcome(tuple(ids))
+
+    def _never_starts(self, summary: dict[str, Any]) -> NeverStarts:
+        from slurm_supernode.api.chain_state import ChainState
+        from slurm_supernode.api.job import NeverStarts
+        from slurm_supernode.chain.array_status import task_ranges
+
+        tasks = task_ranges(summary["never_start_tasks"])
+        row = next(r for r in summary["tasks"] if r["task"] == summary["never_start_tasks"][0])
+        ids = row["job_ids"]
+        state = ChainState(
+            "PENDING", False, row["reason"], ids[-1] if ids else self.array_job_id, "PENDING",
+            row["attempts"], "queue", never_starts=True,
+        )  # fmt: skip
+        return NeverStarts(
+            f"sweep {self.array_job_id}: task {tasks} can never start: {summary['reason']}",
+            where=str(self.sweep_dir),
+            state=state,
+            hint=f"snrun cancel {self.array_job_id}",
+            summary=summary,
+        )
 
     def task_dir(self, task: int) -> Path:
         return self.sweep_dir / "tasks" / str(task)

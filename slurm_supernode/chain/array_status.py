@@ -12,6 +12,7 @@ from typing import Any
 
 from slurm_supernode.chain.status import JobRecord, chain_summary
 from slurm_supernode.launch.array_plan import SWEEP_FILE
+from slurm_supernode.slurm.reasons import PendingReason
 
 ACTIVE = ("RUNNING", "PENDING")  # any other state: the task's chain has ended (or waits held)
 
@@ -35,9 +36,16 @@ def sweep_summary(sweep_dir: Path, record: JobRecord | None = None) -> dict[str,
         from slurm_supernode.slurm.job_lookup import records_of_many
 
         record = records_of_many()
+    queued: list[PendingReason | None] = []  # asked once, when a task has not started
     rows = []
     for task in data["tasks"]:
         chain = chain_summary(Path(task["job_dir"]), record)
+        if chain["state"] == "PENDING" and not chain["job_ids"]:
+            # not started: it waits in the array's own pending record, for its reason
+            if not queued:
+                queued.append(array_waits(data.get("array_job_id"), record))
+            if (waits := queued[0]) is not None:
+                chain |= {"reason": str(waits), "never_starts": waits.never}
         attempts = chain["attempts"]
         causes = [a["cause"] for a in attempts if a.get("cause") and a["cause"] != "success"]
         rows.append(
@@ -54,6 +62,7 @@ def sweep_summary(sweep_dir: Path, record: JobRecord | None = None) -> dict[str,
             }
         )
     counts = Counter(r["state"] for r in rows)
+    never = [r for r in rows if r["never_starts"] and r["state"] in ACTIVE]
     return {
         "sweep_dir": str(sweep_dir),
         "name": data.get("name"),
@@ -62,8 +71,39 @@ def sweep_summary(sweep_dir: Path, record: JobRecord | None = None) -> dict[str,
         "submitted": data.get("submitted"),
         "state": overall_state(counts, len(rows)),
         "counts": dict(counts),
+        # a task that waits for what can never come: the sweep can never end as it stands
+        "never_starts": bool(never),
+        "never_start_tasks": [r["task"] for r in never],
+        "reason": never[0]["reason"] if never else None,
         "tasks": rows,
     }
+
+
+def array_waits(array_job_id: object, record: JobRecord) -> PendingReason | None:
+    """Why the array's tasks that have not started wait (Slurm keeps them in one pending
+    record under the array's own job id until each starts): Slurm's reason in words, and
+    whether it can never start. None: nothing of the array waits, or Slurm is unreachable."""
+    from slurm_supernode.errors import SlurmError
+    from slurm_supernode.slurm.reasons import pending_reason
+
+    if not isinstance(array_job_id, int) or array_job_id <= 0:
+        return None
+    try:
+        info = record(array_job_id)
+    except SlurmError:
+        return None
+    return pending_reason(info.reason) if info is not None and info.pending else None
+
+
+def task_ranges(tasks: list[int]) -> str:
+    """Task numbers as Slurm's --array writes them: ``0-2,5``."""
+    spans: list[list[int]] = []
+    for t in sorted(tasks):
+        if spans and t == spans[-1][1] + 1:
+            spans[-1][1] = t
+        else:
+            spans.append([t, t])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
 
 
 def recent_sweeps(sweep_dirs: list[Path], record: JobRecord | None = None) -> list[dict[str, Any]]:
@@ -84,6 +124,8 @@ def recent_sweeps(sweep_dirs: list[Path], record: JobRecord | None = None) -> li
                 "state": summary["state"],
                 "attempts": sum(r["attempts"] for r in summary["tasks"]),
                 "started": summary["submitted"],
+                "reason": summary["reason"],
+                "never_starts": summary["never_starts"],
             }
         )
     return rows
@@ -111,6 +153,11 @@ def format_sweep(summary: dict[str, Any]) -> str:
         f"array job : {summary['array_job_id'] or '-'} (--array={summary['array']}), "
         f"submitted {stamp}",
         f"state     : {summary['state']} ({counts})",
+        *(
+            [f"never     : task {task_ranges(never)} can never start: {summary['reason']}"]
+            if (never := summary.get("never_start_tasks"))
+            else []
+        ),
         "",
     ]
     rows = [
@@ -165,3 +212,17 @@ def cancel_sweep(sweep_dir: Path) -> list[int]:
     for job_id in dict.fromkeys(ids):
         cancel(job_id)
     return list(dict.fromkeys(ids))
+
+
+def ended_as(sweep_dir: Path) -> tuple[str, str] | None:
+    """The state every task's chain ended in, as the sweep's (``overall_state``), and the
+    tasks' counts in words; None while a task has no final record."""
+    from slurm_supernode.chain import ledger
+
+    data = json.loads((sweep_dir / SWEEP_FILE).read_text())
+    finals = [ledger.fold(ledger.read(Path(t["job_dir"]))).final for t in data["tasks"]]
+    if not finals or any(f is None for f in finals):
+        return None
+    counts = Counter(str(f.get("state")) for f in finals if f is not None)
+    words = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+    return overall_state(counts, len(finals)), f"every task had already ended: {words}"

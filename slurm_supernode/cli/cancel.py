@@ -24,11 +24,7 @@ def run(ns: argparse.Namespace) -> int:
 
     sweep = sweep_of(job_dir)
     if sweep is not None:  # every task's chain, the array and what the tasks resubmitted
-        ids = sweep.cancel()
-        if ids:
-            print(f"cancelled sweep {job_dir.name} ({', '.join(map(str, ids))})")
-        else:
-            print(f"sweep {job_dir.name}: every task had already ended: nothing changed")
+        print(sweep.cancel().note(f"sweep {job_dir.name}"))
         return 0
     outcome = cancel_chain(job_dir)
     print(outcome.note(f"job chain {job_dir.name}"))

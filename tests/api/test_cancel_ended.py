@@ -9,7 +9,9 @@ import stat
 
 import pytest
 
+from slurm_supernode.api.cancel import CancelOutcome
 from slurm_supernode.api.job import Job
+from slurm_supernode.api.sweep import Sweep
 from slurm_supernode.api.watcher import Backoff, Watcher
 from slurm_supernode.chain import ledger
 from slurm_supernode.chain.array_status import cancel_sweep
@@ -106,7 +108,7 @@ def test_snrun_cancel_of_an_ended_chain_is_a_note_and_exit_0(tmp_path, slurm, ca
     assert json.loads(capsys.readouterr().out)["state"] == "COMPLETED"
 
 
-def test_cancel_of_an_ended_sweep_changes_nothing(tmp_path, slurm):
+def test_cancel_of_an_ended_sweep_changes_nothing(tmp_path, slurm, capsys):
     tasks = []
     for i in range(2):
         d = tmp_path / "sweep" / "tasks" / str(i)
@@ -116,11 +118,24 @@ def test_cancel_of_an_ended_sweep_changes_nothing(tmp_path, slurm):
     sweep = tmp_path / "sweep"
     (sweep / "sweep.json").write_text(json.dumps({"tasks": tasks, "array_job_id": 59}))
     assert cancel_sweep(sweep) == [] and slurm.scancels() == []
+    # the API's Sweep.cancel: Job.cancel's outcome (ended is ended, and says so)
+    outcome = Sweep(sweep, 59).cancel()
+    assert isinstance(outcome, CancelOutcome) and not outcome.cancelled
+    assert (outcome.job_ids, outcome.ended) == ((), "COMPLETED")
+    assert outcome.reason == "every task had already ended: 2 COMPLETED"
+    assert main(["cancel", str(sweep)]) == 0
+    assert "sweep sweep had already ended COMPLETED" in capsys.readouterr().out
+    assert slurm.scancels() == []
     # one task still runs: only it (and the array) is cancelled; the ended task stays
     ledger.append(tmp_path / "sweep" / "tasks" / "2", "attempt_start", attempt=0, job_id=62)
     tasks.append({"task": 2, "params": {}, "job_dir": str(tmp_path / "sweep/tasks/2")})
     (sweep / "sweep.json").write_text(json.dumps({"tasks": tasks, "array_job_id": 59}))
     slurm.set_state({62: ["RUNNING"]})
-    assert cancel_sweep(sweep) == [59, 62]
+    outcome = Sweep(sweep, 59).cancel()
+    assert (outcome.job_ids, outcome.ended, outcome.cancelled) == ((59, 62), None, True)
+    assert outcome.note("sweep x") == "cancelled sweep x (59, 62)"
     states = [ledger.fold(ledger.read(sweep / "tasks" / str(i))).final["state"] for i in range(3)]
     assert states == ["COMPLETED", "COMPLETED", "CANCELLED"]
+    again = Sweep(sweep, 59).cancel()  # every task has ended now
+    assert (again.ended, again.job_ids) == ("CANCELLED", ())  # completed and cancelled only
+    assert again.reason == "every task had already ended: 1 CANCELLED, 2 COMPLETED"
