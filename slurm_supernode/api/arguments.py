@@ -10,6 +10,7 @@ there; they guard what a program hands the API.
 
 from __future__ import annotations
 
+import collections.abc
 import dataclasses
 import math
 import re
@@ -45,6 +46,8 @@ def _describe(hint: Any) -> str:
     origin = typing.get_origin(hint)
     if origin in (typing.Union, types.UnionType):
         return " or ".join(_describe(a) for a in typing.get_args(hint))
+    if origin is collections.abc.Sequence:
+        return f"a sequence of {_describe(typing.get_args(hint)[0])}"
     if origin is tuple:
         args = typing.get_args(hint)
         if len(args) == 2 and args[1] is Ellipsis:
@@ -66,6 +69,8 @@ def _fits(value: object, hint: Any) -> tuple[bool, object]:
             if ok:
                 return True, norm
         return False, value
+    if origin is collections.abc.Sequence:  # a list or tuple (never a string): a tuple
+        return _fits(value, tuple[typing.get_args(hint)[0], ...])  # type: ignore[misc]
     if origin is tuple:
         if isinstance(value, (str, bytes)) or not isinstance(value, (tuple, list)):
             return False, value

@@ -26,11 +26,21 @@ LIVE_TAIL_BYTES = 64 << 10
 
 
 def _check_job(job: object) -> None:
+    from slurm_supernode.api.arguments import check_job_ref
+
     if isinstance(job, bool) or not isinstance(job, (int, str, os.PathLike)):
         raise InputError(
             f"job must be a job id (int or str) or a job directory, got {type(job).__name__}",
             where="job",
         )
+    check_job_ref(os.fspath(job) if isinstance(job, os.PathLike) else job)  # > 0, no NUL
+
+
+def _check_text(value: object, where: str) -> None:
+    from slurm_supernode.api.arguments import check_text
+
+    if isinstance(value, (str, os.PathLike)):
+        check_text(str(os.fspath(value)), where)
 
 
 def _check_attempt(attempt: object) -> None:
@@ -56,6 +66,8 @@ def _check_dirs(jobs_dir: object, site: object) -> None:
         )
     if site is not None and not isinstance(site, str):
         raise InputError(f"site must be a name or path, got {type(site).__name__}", where="site")
+    _check_text(jobs_dir, "jobs_dir")
+    _check_text(site, "site")
 
 
 def job_dir_of(

@@ -1,5 +1,9 @@
 """snrun on a named cluster, from Python: the verbs run by the login node's own snrun.
 
+Every public function checks its arguments at the boundary (api/checked.py: the annotations;
+a job reference as ``Job.from_id`` takes one): a wrong one is an ``InputError`` naming the
+parameter, before any ssh is run.
+
 ``cluster`` is a name from the user's clusters.yaml (docs/remote.md). A command goes over one
 shared SSH connection; the verbs with a JSON answer go through one generic path, ``calls``:
 several verbs in one round trip (``statuses`` of 20 jobs is one ssh command).
@@ -19,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from slurm_supernode.api.checked import checked
 from slurm_supernode.errors import InputError
 from slurm_supernode.remote import failures
 from slurm_supernode.remote.config import Cluster, find_cluster
@@ -50,15 +55,29 @@ class VerbResult:
 
 
 def check_cluster(cluster: object, where: str = "cluster") -> str:
+    from slurm_supernode.api.arguments import check_text
+
     if not isinstance(cluster, str) or not cluster.strip():
         raise InputError(
             f"{cluster!r} is not a cluster name",
             where=where,
             hint="a name from clusters.yaml (docs/remote.md)",
         )
+    check_text(cluster, where)
     return cluster
 
 
+def _job(job: object, where: str = "job") -> str:
+    """A job id (int > 0 or its text) or a job directory there, as text."""
+    from slurm_supernode.api.arguments import check_job_ref
+
+    text = check_job_ref(str(job) if isinstance(job, Path) else job, where)
+    if text.startswith("-"):  # the login node's snrun would read it as an option
+        raise InputError(f"{where} {text!r} is no job id or directory", where=where)
+    return text
+
+
+@checked
 def connect(cluster: str | Cluster, *, check: bool = True) -> Transport:
     """A transport to ``cluster`` (a name, or a Cluster read from the file), its snrun checked
     (``check``: one ``snrun --version`` per 10 minutes and cluster)."""
@@ -69,17 +88,22 @@ def connect(cluster: str | Cluster, *, check: bool = True) -> Transport:
     return transport
 
 
+@checked
 def run(argv: Sequence[str], *, cluster: str) -> VerbResult:
     """Any snrun verb there (``["status", "12"]``), its output captured."""
+    check_cluster(cluster)
     return calls([argv], cluster=cluster)[0]
 
 
+@checked
 def calls(argvs: Sequence[Sequence[str]], *, cluster: str) -> list[VerbResult]:
     """Several verbs in one round trip: the login node's snrun runs each in turn."""
+    check_cluster(cluster)
     transport = connect(cluster)
     return run_calls(transport, argvs)
 
 
+@checked
 def run_calls(transport: Transport, argvs: Sequence[Sequence[str]]) -> list[VerbResult]:
     for argv in argvs:
         if isinstance(argv, str) or not all(isinstance(a, str) for a in argv):
@@ -97,26 +121,40 @@ def run_calls(transport: Transport, argvs: Sequence[Sequence[str]]) -> list[Verb
     ]
 
 
+@checked
 def status(job: str | int | None = None, *, cluster: str, last: int = 10) -> Any:
-    """``snrun status --json`` there: a chain (or a sweep), or the recent chains."""
+    """``snrun status --json`` there: a chain (or a sweep), or the recent chains (``last``
+    of them)."""
+    from slurm_supernode.api.arguments import check_count
+
+    check_cluster(cluster)
+    job = None if job is None else _job(job)
+    check_count(last, 1, 10_000, "last")
     argv = ["status", "--json"] + ([str(job)] if job is not None else ["-n", str(last)])
     return _one(run(argv, cluster=cluster), cluster)
 
 
+@checked
 def statuses(jobs: Sequence[str | int], *, cluster: str) -> list[Any]:
     """The status of each job, in one round trip."""
+    check_cluster(cluster)
+    jobs = [_job(j, f"jobs[{i}]") for i, j in enumerate(jobs)]
     results = calls([["status", "--json", str(j)] for j in jobs], cluster=cluster)
     return [_one(r, cluster) for r in results]
 
 
+@checked
 def cancel(job: str | int, *, cluster: str) -> str:
     """``snrun cancel`` there; what it said."""
+    check_cluster(cluster)
+    job = _job(job)
     res = run(["cancel", str(job)], cluster=cluster)
     if res.returncode != 0:
         raise failures.remote_failure(cluster, f"snrun cancel {job}", res.returncode, res.stderr)
     return res.stdout.strip()
 
 
+@checked
 def submit(
     program: str | Path,
     args: Sequence[str] = (),
@@ -127,9 +165,11 @@ def submit(
 ) -> str:
     """Ship ``program``'s folder and submit it there with snrun's ``options`` (the command
     line's); the job id (``dry_run``: the plan as JSON text)."""
+    from slurm_supernode.api.arguments import check_text
     from slurm_supernode.api.remote_code import ship
 
     check_cluster(cluster)
+    check_text(str(program), "program")
     script = Path(program)
     if not script.is_file():
         raise InputError(f"script {str(program)!r} does not exist here", where="program")
@@ -143,6 +183,7 @@ def submit(
     return res.stdout.strip()
 
 
+@checked
 def logs(
     job: str | int, *, cluster: str, follow: bool = False, options: Sequence[str] = ()
 ) -> Iterator[str]:
@@ -150,15 +191,26 @@ def logs(
     dropped connection)."""
     from slurm_supernode.api.remote_logs import follow_lines
 
-    transport = connect(cluster)
-    argv = ["logs", str(job), *options, *(["-f"] if follow else [])]
-    yield from follow_lines(transport, argv, reconnect=follow)
+    check_cluster(cluster)
+    job = _job(job)  # checked here, not when the first line is asked for
+
+    def lines() -> Iterator[str]:
+        transport = connect(cluster)
+        argv = ["logs", str(job), *options, *(["-f"] if follow else [])]
+        yield from follow_lines(transport, argv, reconnect=follow)
+
+    return lines()
 
 
-def fetch(transport: Transport, remote_path: str, local_path: Path) -> Path:
+@checked
+def fetch(transport: Transport, remote_path: str, local_path: str | Path) -> Path:
     """A file of the login node copied here (written whole: temp file and rename)."""
     import os
     import tempfile
+
+    if not remote_path.strip():
+        raise InputError("remote_path is empty", where="remote_path", hint="a file there")
+    local_path = Path(local_path)
 
     res = transport.call(["cat", "--", remote_path], snrun=False)
     if res.returncode != 0:

@@ -64,11 +64,11 @@ def parameter_of(
     ``BenchJob``...) their fields (``--iters`` -> ``BenchJob.iters``, ``--container-mounts``
     -> ``ContainerOptions.mounts``). None for what is no option of snrun's."""
     long = option.split("/")[-1]
+    name = long.lstrip("-").replace("-", "_")
+    if name in params:  # the operation's own parameter (drain, resume_ok, cluster...)
+        return name
     if not owners:
         return _parameters().get(long)
-    name = long.lstrip("-").replace("-", "_")
-    if name in params:  # the operation's own parameter (drain, resume_ok, timeout...)
-        return name
     if name.startswith("container_"):
         return f"ContainerOptions.{name.removeprefix('container_')}"
     for cls in owners:

@@ -281,3 +281,129 @@ def test_fuzz_the_operations(no_slurm, cls, data):
     else:
         only_input_errors(lambda: doctor.plan_doctor_job(job))
     assert no_slurm.read_text() == ""
+
+
+# ----- the remote API (api/remote.py) and the metrics API -------------------------------------
+
+from slurm_supernode.api import metrics, remote  # noqa: E402
+from slurm_supernode.remote.failures import RemoteError  # noqa: E402
+
+
+@pytest.fixture
+def fake_ssh(no_slurm, monkeypatch):
+    """A clusters file naming ``lab``, and a fake ``ssh`` on PATH that records every call and
+    fails as an unreachable host does: a call of ssh from bad input would show in its log."""
+    root = no_slurm.parent
+    log = root / "ssh.calls"
+    log.write_text("")
+    ssh = root / "bin" / "ssh"
+    ssh.write_text(
+        f'#!/bin/sh\necho "$*" >>{log}\n'
+        "echo 'ssh: connect to host lab-login port 22: Connection refused' >&2\nexit 255\n"
+    )
+    ssh.chmod(ssh.stat().st_mode | stat.S_IEXEC)
+    (root / "clusters.yaml").write_text("clusters:\n  lab:\n    destination: lab-login\n")
+    monkeypatch.setenv("SNRUN_CLUSTERS_FILE", str(root / "clusters.yaml"))
+    control = root / "ssh-control"
+    control.mkdir(mode=0o700, exist_ok=True)
+    monkeypatch.setenv("SNRUN_SSH_CONTROL_DIR", str(control))
+    return log
+
+
+def test_the_fake_ssh_would_show_a_call(fake_ssh):
+    """The remote fuzz test's proof holds: good input reaches ssh, and the log shows it."""
+    with pytest.raises(RemoteError):
+        remote.status(12, cluster="lab")
+    assert "lab-login" in fake_ssh.read_text()
+
+
+@pytest.mark.parametrize(
+    ("call", "where"),
+    [
+        (lambda: remote.status(12, cluster=3), "cluster"),
+        (lambda: remote.status(12, cluster=""), "cluster"),
+        (lambda: remote.status(12, cluster="lab", last=0), "last"),
+        (lambda: remote.status(12, cluster="lab", last="5"), "last"),
+        (lambda: remote.status(0, cluster="lab"), "job"),
+        (lambda: remote.status("-n", cluster="lab"), "job"),
+        (lambda: remote.status(1.5, cluster="lab"), "job"),
+        (lambda: remote.statuses("12", cluster="lab"), "jobs"),
+        (lambda: remote.statuses([12, ""], cluster="lab"), "jobs[1]"),
+        (lambda: remote.cancel(True, cluster="lab"), "job"),
+        (lambda: remote.cancel("1\0", cluster="lab"), "job"),
+        (lambda: remote.run("status 12", cluster="lab"), "argv"),
+        (lambda: remote.run(["status", 12], cluster="lab"), "argv"),
+        (lambda: remote.calls(["status"], cluster="lab"), "argvs"),
+        (lambda: remote.calls([["status"]], cluster=None), "cluster"),
+        (lambda: remote.submit("train.py", "--lr 3e-4", cluster="lab"), "args"),
+        (lambda: remote.submit("train.py", cluster="lab", options="-S 1"), "options"),
+        (lambda: remote.submit("train.py", cluster="lab", dry_run="yes"), "dry_run"),
+        (lambda: remote.submit("missing.py", cluster="lab"), "program"),
+        (lambda: remote.submit(3, cluster="lab"), "program"),
+        (lambda: remote.logs(12, cluster="lab", follow=1), "follow"),
+        (lambda: remote.logs(-4, cluster="lab"), "job"),
+        (lambda: remote.logs(12, cluster="lab", options="-r 0"), "options"),
+        (lambda: remote.connect(["lab"]), "cluster"),
+        (lambda: remote.connect("nowhere"), "cluster"),
+        (lambda: remote.connect("lab", check="no"), "check"),
+        (lambda: remote.run_calls("lab", [["status"]]), "transport"),
+        (lambda: remote.fetch(None, "/x", "y"), "transport"),
+        (lambda: metrics.job_metrics("1\0"), "job"),
+        (lambda: metrics.job_metrics(0), "job"),
+        (lambda: metrics.job_metrics(12, jobs_dir="a\0b"), "jobs_dir"),
+        (lambda: metrics.job_metrics(12, window=0), "window"),
+        (lambda: metrics.job_report(12, attempt=-1), "attempt"),
+        (lambda: metrics.newest_running_job(last=0), "last"),
+    ],
+)  # fmt: skip
+def test_remote_and_metrics_check_their_arguments(fake_ssh, call, where):
+    assert refused(call).where == where
+    assert fake_ssh.read_text() == ""  # refused before any ssh was run
+
+
+def test_a_transport_s_arguments_are_checked_before_ssh(fake_ssh):
+    transport = remote.connect("lab", check=False)  # no ssh until a command is run
+    assert refused(remote.run_calls, transport, [["status", None]]).where == "argvs"
+    assert refused(remote.fetch, transport, "", "out").where == "remote_path"
+    assert refused(remote.fetch, transport, "/x", 3).where == "local_path"
+    assert fake_ssh.read_text() == ""
+
+
+REMOTE_CALLS = {
+    "status": lambda job, cluster, extra: remote.status(job, cluster=cluster, last=extra),
+    "statuses": lambda job, cluster, extra: remote.statuses(job, cluster=cluster),
+    "cancel": lambda job, cluster, extra: remote.cancel(job, cluster=cluster),
+    "run": lambda job, cluster, extra: remote.run(job, cluster=cluster),
+    "calls": lambda job, cluster, extra: remote.calls(job, cluster=cluster),
+    "submit": lambda job, cluster, extra: remote.submit(
+        job, extra, cluster=cluster, options=extra, dry_run=extra
+    ),
+    "logs": lambda job, cluster, extra: remote.logs(
+        job, cluster=cluster, follow=extra, options=extra
+    ),
+    "connect": lambda job, cluster, extra: remote.connect(cluster, check=extra),
+    "metrics": lambda job, cluster, extra: metrics.job_metrics(
+        job, attempt=extra, window=extra, jobs_dir=cluster
+    ),
+    "report": lambda job, cluster, extra: metrics.job_report(job, window=extra, site=cluster),
+}
+
+
+@FUZZ
+@given(
+    st.sampled_from(sorted(REMOTE_CALLS)),
+    ANY,
+    st.one_of(st.just("lab"), ANY),
+    ANY,
+)
+def test_fuzz_the_remote_and_metrics_api(fake_ssh, name, job, cluster, extra):
+    """Any types and values: an InputError before any ssh is run, or (good input) ssh's own
+    failure to reach the host; never another exception."""
+    before = fake_ssh.read_text()
+    try:
+        REMOTE_CALLS[name](job, cluster, extra)
+    except InputError as exc:
+        assert str(exc)
+        assert fake_ssh.read_text() == before, (name, job, cluster, extra)
+    except RemoteError:
+        assert fake_ssh.read_text() != before  # it did try the (fake) host
