@@ -145,6 +145,12 @@ def _snrun_arguments(j: argparse._ArgumentGroup) -> None:
         metavar="N",
         help="samples one optimizer step processes",
     )
+    j.add_argument(
+        "--plan-model",
+        metavar="PRESET",
+        help="the model the job trains, as `snrun plan --model` (llama-70b, ...): the plan's "
+        "communication share for this job's layout stands beside the measured one",
+    )
     j.add_argument("--dry-run", action="store_true", help="print script and plan; submit nothing")
     j.add_argument("--parsable", action="store_true", help="print the job id only")
     j.add_argument(
@@ -326,6 +332,7 @@ LAUNCHER_OPTIONS = (
     "--on-slow-node",
     "--tokens-per-step",
     "--samples-per-step",
+    "--plan-model",
     "--allow-partial",
     "--sbatch",
     "--supernodes",
@@ -459,6 +466,7 @@ def spec_from_args(ns: argparse.Namespace) -> JobSpec:
         on_slow_node=ns.on_slow_node,
         tokens_per_step=ns.tokens_per_step,
         samples_per_step=ns.samples_per_step,
+        plan_model=ns.plan_model,
     )
 
 

@@ -108,7 +108,9 @@ def plan_job(
     request = plan_request(spec, site, facts, output=str(logs / "slurm-%j.out"))
     _check_nproc(spec.nproc_per_node, site)
     site_env, user_env = merge_env(site, spec.env, spec.profiles)
-    user_env |= observe_env(spec.on_slow_node, spec.tokens_per_step, spec.samples_per_step)
+    user_env |= observe_env(
+        spec.on_slow_node, spec.tokens_per_step, spec.samples_per_step, spec.plan_model
+    )
     check_observe_env({**site_env, **user_env})
     workdir = spec.workdir or os.getcwd()
     python = spec.launcher_python or sys.executable

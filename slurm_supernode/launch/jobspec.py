@@ -72,6 +72,9 @@ class JobSpec:
     on_slow_node: str | None = None
     tokens_per_step: int | None = None
     samples_per_step: int | None = None
+    # the model the job trains (a `snrun plan --model` preset): the plan's communication share
+    # for the job's own layout stands beside the measured one (None: no plan figure)
+    plan_model: str | None = None
 
     def container_request(self) -> ContainerRequest | None:
         """The --container-* options as one request; None without an image (the other

@@ -1,8 +1,9 @@
 """The watching options of a job (docs/observe.md): what to do with a node found slow, and how
 many tokens or samples a step is. Checked here, at the boundary, and handed to the job as the
 variables the supervisor and the ranks read (``SNRUN_ON_SLOW_NODE``, ``SNRUN_TOKENS_PER_STEP``,
-``SNRUN_SAMPLES_PER_STEP``), which a site profile or ``--env`` may also set: those are checked
-the same way."""
+``SNRUN_SAMPLES_PER_STEP``), and the model the job trains for the plan's communication share
+(``--plan-model``: a ``snrun plan --model`` preset, ``SNRUN_PLAN_MODEL``), which a site profile or
+``--env`` may also set: those are checked the same way."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ ON_SLOW_NODE = ("warn", "requeue")
 SLOW_ENV = "SNRUN_ON_SLOW_NODE"
 TOKENS_ENV = "SNRUN_TOKENS_PER_STEP"
 SAMPLES_ENV = "SNRUN_SAMPLES_PER_STEP"
+PLAN_MODEL_ENV = "SNRUN_PLAN_MODEL"
 
 
 def check_on_slow_node(value: object, where: str = "--on-slow-node") -> str:
@@ -29,8 +31,22 @@ def check_count(value: object, where: str) -> int:
     return value
 
 
+def check_plan_model(value: object, where: str = "--plan-model") -> str:
+    """A model preset the planner knows (``placement/llm_presets``)."""
+    from slurm_supernode.placement.llm_presets import PRESETS
+
+    if not isinstance(value, str) or value not in PRESETS:
+        raise InputError(
+            f"bad value {value!r}", where=where, hint="one of " + ", ".join(sorted(PRESETS))
+        )
+    return value
+
+
 def observe_env(
-    on_slow_node: object, tokens_per_step: object, samples_per_step: object
+    on_slow_node: object,
+    tokens_per_step: object,
+    samples_per_step: object,
+    plan_model: object = None,
 ) -> dict[str, str]:
     """The variables for the spec's values (None: not given, nothing set)."""
     out: dict[str, str] = {}
@@ -40,6 +56,8 @@ def observe_env(
         out[TOKENS_ENV] = str(check_count(tokens_per_step, "--tokens-per-step"))
     if samples_per_step is not None:
         out[SAMPLES_ENV] = str(check_count(samples_per_step, "--samples-per-step"))
+    if plan_model is not None:
+        out[PLAN_MODEL_ENV] = check_plan_model(plan_model)
     return out
 
 
@@ -47,6 +65,8 @@ def check_observe_env(env: Mapping[str, str]) -> None:
     """The same values given as variables (site profile, ``--env``)."""
     if SLOW_ENV in env:
         check_on_slow_node(env[SLOW_ENV], f"--env {SLOW_ENV}")
+    if PLAN_MODEL_ENV in env:
+        check_plan_model(env[PLAN_MODEL_ENV], f"--env {PLAN_MODEL_ENV}")
     for name in (TOKENS_ENV, SAMPLES_ENV):
         if name in env:
             text = env[name]

@@ -113,6 +113,8 @@ def format_summary(s: AttemptSummary) -> str:
         f"checkpoint {_ago(s.checkpoint_age_s)}",
         comm_line(s.comm),
     ]
+    if s.comm is not None and s.comm.plan_share is not None and s.comm.plan_note:
+        lines.append(f"plan: {s.comm.plan_note}")
     for mark in s.slow:
         where = f" ({mark.supernode})" if mark.supernode else ""
         lines.append(f"SLOW NODE {mark.node}{where}: x{mark.ratio:.2f}, {mark.evidence}")

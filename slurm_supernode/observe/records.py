@@ -108,6 +108,8 @@ class CommShare:
     by_group: dict[str, float] = field(default_factory=dict)  # group kind (tp, dp, ...) -> seconds
     plan_share: float | None = None  # the planner's communication share for this layout, 0..1
     trace: str | None = None  # the profiler trace file (Perfetto / TensorBoard), job-dir relative
+    # why plan_share is None, or what it was computed with (model, links: bench run or nominal)
+    plan_note: str | None = None
     kind: str = "comm_share"
 
 

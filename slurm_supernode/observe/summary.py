@@ -97,6 +97,8 @@ class CommFigures:
     by_group: dict[str, float]  # group kind -> its seconds over the step time
     ranks: int  # how many ranks' windows this is the median of
     t: float
+    # what the plan was computed with (model, measured or nominal links), or why there is none
+    plan_note: str | None = None
 
 
 @dataclass(frozen=True)
@@ -246,6 +248,7 @@ def comm_figures(windows: Sequence[CommShare]) -> CommFigures | None:
         by_group={k: statistics.median(v) for k, v in sorted(groups.items())},
         ranks=len(shares),
         t=max(c.t for c in newest),
+        plan_note=max(newest, key=lambda c: c.t).plan_note,
     )
 
 
@@ -388,8 +391,18 @@ def _job_missing(records: AttemptRecords, ranks: list[RankStep], ctx: JobContext
         out.append("throughput unknown: the job does not say how many tokens or samples a step is")
     if not any(records.comm.values()):
         out.append("communication share unknown: no profiled window yet")
+    else:
+        out += _plan_missing(comm_figures([c for w in records.comm.values() for c in w]))
     if ctx.checkpoint_t is None and not any(
         s.checkpoint_t is not None for lines in records.steps.values() for s in lines
     ):
         out.append("checkpoint age unknown: no checkpoint written")
     return out
+
+
+def _plan_missing(comm: CommFigures | None) -> list[str]:
+    """Why the plan's share stands empty beside a measured one (the newest window's note)."""
+    if comm is None or comm.plan_share is not None:
+        return []
+    why = comm.plan_note or "the ranks' records say no reason (an older snrun wrote them)"
+    return [f"plan share unknown: {why}"]

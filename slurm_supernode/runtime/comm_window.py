@@ -3,7 +3,8 @@ optimizer steps once per attempt after warm-up (``SNRUN_PROFILE_AFTER``, default
 ``observe.profile_after``; ``SNRUN_PROFILE_STEPS`` of them, 0: never), and again when asked
 (``request_window``: a file the ranks look for every few seconds). The trace is kept for
 Perfetto/TensorBoard (``observe/<attempt>/traces/``), reduced (``observe/trace_reduce``) and
-written as a ``CommShare`` record with the plan's share beside it (``runtime/plan_share``).
+written as a ``CommShare`` record with the plan's share beside it (``runtime/plan_share``: once
+per window, with the site's newest bench results read then) and what it was computed with.
 
 Driven by the step hook (``runtime/step_hook``) inside the rank; torch's profiler is imported
 only when a window opens. Every rank opens its window at the same step, so peers are slowed
@@ -125,11 +126,11 @@ class CommWindow:
         data = json.loads(trace.read_text())
         parts = reduce_trace(data, group_kinds(data, self.environ))
         hosts = _hosts(self.environ)
-        share = None
+        share, note = None, "no plan: the job's hosts are unknown ($SNRUN_NODELIST)"
         if hosts:
             from slurm_supernode.runtime.plan_share import plan_share
 
-            share, _ = plan_share(self.job_dir, hosts, self.environ, parts.compute_s / steps)
+            share, note = plan_share(self.job_dir, hosts, self.environ, parts.compute_s / steps)
         record = CommShare(
             t=time.time(),
             rank=self.rank,
@@ -140,6 +141,7 @@ class CommWindow:
             overlapped_comm_s=parts.overlapped_comm_s,
             by_group=parts.by_group,
             plan_share=share,
+            plan_note=note,
             trace=os.path.relpath(trace, self.job_dir),
         )
         append(comm_path(self.job_dir, self.attempt, self.rank), [record])

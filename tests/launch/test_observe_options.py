@@ -40,3 +40,14 @@ def test_variables_given_with_env_are_checked_too():
     with pytest.raises(InputError) as info:
         check_observe_env({"SNRUN_SAMPLES_PER_STEP": "-3"})
     assert info.value.where == "--env SNRUN_SAMPLES_PER_STEP"
+
+
+def test_plan_model_is_a_preset_the_planner_knows():
+    assert observe_env(None, None, None, "llama-70b") == {"SNRUN_PLAN_MODEL": "llama-70b"}
+    for bad in ("llama-7", 70, ""):
+        with pytest.raises(InputError, match="bad value") as info:
+            observe_env(None, None, None, bad)
+        assert info.value.where == "--plan-model" and "llama-70b" in (info.value.hint or "")
+    with pytest.raises(InputError) as info:
+        check_observe_env({"SNRUN_PLAN_MODEL": "gpt-9"})
+    assert info.value.where == "--env SNRUN_PLAN_MODEL"

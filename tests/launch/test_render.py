@@ -228,3 +228,13 @@ def test_layout_options_reach_the_agent_and_are_checked_before_submission(tmp_pa
     with pytest.raises(PlacementError, match="expert_tensor_model_pipeline_parallel"):
         plan_job(dataclasses.replace(bad, workdir=str(tmp_path)), site(), None,
                  jobs_root=tmp_path / "jobs", token="t2")  # fmt: skip
+
+
+def test_plan_model_goes_into_the_job(tmp_path: Path) -> None:
+    """--plan-model: the job's ranks get the preset (runtime/plan_share reads it), quoted."""
+    p = plan(tmp_path, supernodes=2, plan_model="llama-70b")
+    assert "SNRUN_PLAN_MODEL=llama-70b" in p.script or "SNRUN_PLAN_MODEL='llama-70b'" in p.script
+    assert "SNRUN_PLAN_MODEL" not in plan(tmp_path, supernodes=2).script
+    with pytest.raises(InputError) as info:
+        plan(tmp_path, supernodes=2, plan_model="llama-7")
+    assert info.value.where == "--plan-model"

@@ -6,6 +6,7 @@ import pytest
 
 from slurm_supernode.observe.attempt_files import load_attempt
 from slurm_supernode.observe.records import NodeSample, StepRecord
+from slurm_supernode.observe.records import append as records_append
 from slurm_supernode.observe.summary import AttemptRecords, JobContext, rank_step, summarize
 from tests.observe.attempt_fixture import GIB, NODES, SLOW, SUPERNODE, T0, write_attempt
 
@@ -167,3 +168,33 @@ def test_checkpoint_age_from_the_ranks_records():
         AttemptRecords(steps=steps), ctx(nodes=("x",), checkpoint_t=T0 + 50), T0 + 100
     )
     assert later.checkpoint_age_s == pytest.approx(50)
+
+
+def test_why_the_plan_is_missing_and_what_it_was_computed_with(tmp_path):
+    from dataclasses import replace
+
+    from slurm_supernode.observe.metrics_text import format_summary
+    from slurm_supernode.observe.records import CommShare, comm_path, read
+
+    write_attempt(tmp_path)
+    s = summarize(load_attempt(tmp_path, 0), ctx(), NOW)
+    assert not any(m.startswith("plan share unknown") for m in s.missing)
+    for rank in range(8):  # the newest window of every rank: no model given at submit
+        path = comm_path(tmp_path, 0, rank)
+        old = next(r for r in read(path) if isinstance(r, CommShare))
+        why = "no model given at submit (snrun --plan-model PRESET, as snrun plan --model)"
+        records_append(path, [replace(old, t=old.t + 10, plan_share=None, plan_note=why)])
+    s = summarize(load_attempt(tmp_path, 0), ctx(), NOW)
+    assert s.comm.plan_share is None
+    assert "plan share unknown: " + why in s.missing
+    assert "! plan share unknown: no model given" in format_summary(s)
+    for rank in range(8):
+        path = comm_path(tmp_path, 0, rank)
+        old = [r for r in read(path) if isinstance(r, CommShare)][-1]
+        note = "model llama-70b; links: measured inter 5.0 GB/s (bench run r2, 2026-12-01)"
+        records_append(path, [replace(old, t=old.t + 10, plan_share=0.2, plan_note=note)])
+    s = summarize(load_attempt(tmp_path, 0), ctx(), NOW)
+    assert s.comm.plan_share == pytest.approx(0.2) and s.comm.plan_note.startswith("model llama")
+    assert not any(m.startswith("plan share unknown") for m in s.missing)
+    assert "plan: model llama-70b; links: measured inter 5.0 GB/s" in format_summary(s)
+    assert s.to_dict()["comm"]["plan_note"].endswith("2026-12-01)")
