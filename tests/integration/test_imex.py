@@ -186,7 +186,7 @@ def _outcome(job_dir: Path, job_id: int, jobs: Path) -> tuple[str, str] | None:
     if ends:
         return (str(ends[0].get("cause")), str(ends[0].get("detail")))
     status = snrun("status", str(job_id), jobs=jobs, check=False).stdout
-    if "IMEX" in status and "PENDING" in status.upper():
+    if "waiting for an IMEX channel" in status:  # a pending reason, not a requeued job's
         return ("pending", status)
     return None
 

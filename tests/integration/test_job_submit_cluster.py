@@ -8,6 +8,7 @@ with the plugin in its own state dir and ports (the default cluster is never res
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import time
 from collections.abc import Iterator
@@ -194,7 +195,11 @@ def test_small_jobs_aligned_keeps_the_size_inside_one_super_node(lua_conf, tmp_p
     site_text = (lua_conf.parent / "site.yaml").read_text()
     assert "\nslurm:\n" in site_text
     aligned = tmp_path / "aligned.yaml"
-    aligned.write_text(site_text.replace("\nslurm:\n", "\nslurm:\n  small_jobs: aligned\n", 1))
+    # the site may state small_jobs already (local.yaml keeps whole): replace it, else add it
+    text, n = re.subn(r"(?m)^  small_jobs: \w+.*$", "  small_jobs: aligned", site_text, count=1)
+    if not n:
+        text = site_text.replace("\nslurm:\n", "\nslurm:\n  small_jobs: aligned\n", 1)
+    aligned.write_text(text)
     mtime = install_plugin(
         script, export(load_site(str(aligned)), "job-submit-lua"), script.stat().st_mtime
     )
