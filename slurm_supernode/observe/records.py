@@ -59,6 +59,10 @@ class DeviceSample:
     ecc_errors: int | None = None  # uncorrected, volatile
     xid: int | None = None  # the last Xid (NVIDIA) or error code (Ascend) seen, if any
     kind: str = "device"
+    # optional, added after the first format: NVML's clock event ("throttle") reasons as its
+    # bit mask (``observe/clock_reasons`` says them in words); the device's top SM clock
+    clock_reasons: int | None = None
+    max_sm_clock_mhz: float | None = None
 
 
 @dataclass(frozen=True)

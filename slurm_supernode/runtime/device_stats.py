@@ -95,6 +95,10 @@ class NvmlDevices:
                 )
             ),
             xid=xid,
+            clock_reasons=_or_none(lambda: int(_clock_reasons(nvml, handle))),
+            max_sm_clock_mhz=_or_none(
+                lambda: float(nvml.nvmlDeviceGetMaxClockInfo(handle, nvml.NVML_CLOCK_SM))
+            ),
         )
 
     def _xids(self) -> dict[int, int]:
@@ -123,6 +127,15 @@ def _memory(nvml: Any, handle: Any) -> Any:
         return nvml.nvmlDeviceGetMemoryInfo(handle, version=nvml.nvmlMemory_v2)
     except Exception:
         return nvml.nvmlDeviceGetMemoryInfo(handle)
+
+
+def _clock_reasons(nvml: Any, handle: Any) -> Any:
+    """Why the clocks are below their top now (a bit mask): NVML's "clocks event reasons"
+    (driver >= 535), formerly its "clocks throttle reasons" (the same bits)."""
+    get = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None)
+    if get is None:
+        get = nvml.nvmlDeviceGetCurrentClocksThrottleReasons
+    return get(handle)
 
 
 def _or_none(get: Callable[[], Any]) -> Any:

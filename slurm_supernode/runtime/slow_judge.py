@@ -9,6 +9,10 @@ name nobody; the time a rank spends working, not waiting, is what differs. A nod
 a window is the median over its ranks' steps in that window; where a record has no busy time
 (an older writer), its wall-clock seconds stand in.
 
+Busy time misses a slow GPU (its rank may spin on the CPU while it waits for the device): the
+devices' own samples are judged too (``runtime/device_judge``: a GPU's SM clock against its
+peers'), and a node is named by whichever judge finds it first, once.
+
 As the doctor asks of a slow group, a node is slow only when it is slow in *every* one of
 ``windows`` consecutive windows with fresh steps (noise moves a window, not several in a row)
 by more than ``slow_pct`` %: then a ``SlowNodeMark`` with the evidence goes to
@@ -25,7 +29,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from slurm_supernode.observe.peers import above_peers, peers_median
-from slurm_supernode.observe.records import SlowNodeMark, append, attempt_dir, slow_path
+from slurm_supernode.observe.records import (
+    DeviceSample,
+    SlowNodeMark,
+    append,
+    attempt_dir,
+    slow_path,
+)
+from slurm_supernode.runtime.device_judge import DeviceJudge
 
 WINDOW = 5.0  # seconds per judged window
 # and slower than its peers' median by at least this much busy time per step: figures of a few
@@ -55,6 +66,11 @@ class SlowJudge:
     _streak: dict[str, list[float]] = field(default_factory=dict)  # node -> its ratios in a row
     _figures: dict[str, list[float]] = field(default_factory=dict)  # node -> figures so far
     _next: float | None = None
+    devices: DeviceJudge | None = None
+
+    def __post_init__(self) -> None:
+        if self.devices is None:
+            self.devices = DeviceJudge(self.slow_pct, self.windows)
 
     def look(self, now: float) -> list[SlowNodeMark]:
         """Judge a window if one has passed since the last; the marks it made (new ones)."""
@@ -63,7 +79,22 @@ class SlowJudge:
         if now < self._next:
             return []
         self._next = now + self.window
-        return self.judge(self._new_busy(), now)
+        marks = self.judge(self._new_busy(), now)
+        return marks + self.judge_devices(self._new_device_samples(), now)
+
+    def judge_devices(self, samples: list[DeviceSample], now: float) -> list[SlowNodeMark]:
+        """The devices' new samples: a node with a slow device is named (once, as for steps)."""
+        assert self.devices is not None
+        marks = []
+        for slow in self.devices.judge(samples, now):
+            if slow.node in self.marked:
+                continue
+            self.marked.add(slow.node)
+            supernode = self.supernode_of.get(slow.node)
+            marks.append(SlowNodeMark(now, slow.node, supernode, slow.ratio, slow.evidence))
+        if marks:
+            append(slow_path(self.job_dir, self.attempt), list(marks))
+        return marks
 
     def judge(self, busy: Mapping[str, list[float]], now: float) -> list[SlowNodeMark]:
         """One window: ``busy`` is each node's new per-step figures (seconds)."""
@@ -117,6 +148,19 @@ class SlowJudge:
                     figure = raw.get("seconds")
                 if isinstance(figure, (int, float)):
                     out.setdefault(node, []).append(float(figure))
+        return out
+
+    def _new_device_samples(self) -> list[DeviceSample]:
+        """The devices' samples the nodes' samplers wrote since the last look."""
+        out = []
+        for path in sorted(attempt_dir(self.job_dir, self.attempt).glob("*.samples.jsonl")):
+            for raw in self._new_lines(path):
+                if raw.get("kind") != "device":
+                    continue
+                try:
+                    out.append(DeviceSample(**raw))  # type: ignore[arg-type]
+                except TypeError:  # a line of another format: skipped, as readers do
+                    continue
         return out
 
     def _new_lines(self, path: Path) -> list[dict[str, object]]:
