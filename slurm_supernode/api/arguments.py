@@ -14,14 +14,18 @@ import collections.abc
 import dataclasses
 import math
 import re
+import sys
 import types
 import typing
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from slurm_supernode.errors import InputError
 from slurm_supernode.launch.jobspec import JobSpec
 from slurm_supernode.placement.model import Layout
+
+if TYPE_CHECKING:
+    from slurm_supernode.launch.container_options import ContainerOptions
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _LONGEST_TEXT = 65536  # no option of a job is longer; more is a mistake, not a value
@@ -151,19 +155,29 @@ def _texts(value: object) -> Iterable[str]:
 
 
 _HINTS: dict[type, dict[str, Any]] = {}  # a cache: resolving the annotations costs ~2 ms
+# fields checked on their own, whose type is loaded only where one is given
+_OWN_CHECK = {(JobSpec, "container")}
 
 
 def _hints(cls: type) -> dict[str, Any]:
+    """The annotations of ``cls``'s fields, resolved in its module (but ``_OWN_CHECK``)."""
     if cls not in _HINTS:
-        _HINTS[cls] = typing.get_type_hints(cls)
+        names = vars(sys.modules[cls.__module__])
+        _HINTS[cls] = {
+            f.name: eval(f.type, names) if isinstance(f.type, str) else f.type
+            for f in dataclasses.fields(cls)
+            if (cls, f.name) not in _OWN_CHECK
+        }
     return _HINTS[cls]
 
 
-def _check_fields(obj: JobSpec | Layout, owner: str) -> dict[str, Any]:
+def _check_fields(obj: JobSpec | Layout | ContainerOptions, owner: str) -> dict[str, Any]:
     """Each field of a dataclass against its annotation; the normalised values that differ."""
     hints = _hints(type(obj))
     changed = {}
     for f in dataclasses.fields(obj):
+        if f.name not in hints:
+            continue  # checked on its own
         where = f"{owner}.{f.name}"
         value = getattr(obj, f.name)
         norm = check_type(value, hints[f.name], where)
@@ -197,6 +211,9 @@ def check_spec(spec: object, where: str = "spec") -> JobSpec:
             hint="api.JobSpec(program='train.py', ...)",
         )
     changed = _check_fields(spec, "JobSpec")
+    container = check_container(spec.container, "JobSpec.container")
+    if container is not spec.container:
+        changed["container"] = container
     for name, (least, most) in _COUNTS.items():
         check_count(getattr(spec, name), least, most, f"JobSpec.{name}")
     check_layout(spec.layout)
@@ -209,6 +226,22 @@ def check_spec(spec: object, where: str = "spec") -> JobSpec:
                 hint="(('NAME', 'value'), ...) with NAME a shell variable name",
             )
     return dataclasses.replace(spec, **changed) if changed else spec
+
+
+def check_container(value: object, where: str) -> ContainerOptions | None:
+    """None, an ``api.ContainerOptions`` or a mapping of its fields (as the bench and doctor
+    jobs take), as options whose every field has its type; else the InputError naming it."""
+    if value is None:
+        return None
+    from slurm_supernode.launch.container_options import ContainerOptions
+
+    try:
+        options = ContainerOptions.of(value)
+    except InputError as exc:
+        exc.where = where
+        raise
+    changed = _check_fields(options, where)
+    return dataclasses.replace(options, **changed) if changed else options
 
 
 def check_when(when: object, where: str = "when") -> str:

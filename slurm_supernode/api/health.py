@@ -82,7 +82,7 @@ def check_node(
         raise InputError("drain or resume, not both", where="--drain", hint="drop --resume-ok")
     if options.paths and options.min_free_gb is None:
         raise InputError("needs --min-free-gb", where="--path", hint="e.g. --min-free-gb 10")
-    if options.container.request() is not None and not options.allreduce:
+    if options.container.wanted_image() is not None and not options.allreduce:
         raise InputError(
             "only the all-reduce runs in an image, and it was not asked for: the node checks "
             "look at the host",

@@ -26,7 +26,7 @@ from slurm_supernode.jobenv import JobEnvironment
 
 if TYPE_CHECKING:
     from slurm_supernode.health.probe import HealthOptions
-    from slurm_supernode.launch.container import ContainerRequest, ContainerSpec
+    from slurm_supernode.launch.container import ContainerSpec
     from slurm_supernode.launch.container_render import ContainerLaunch
     from slurm_supernode.site.model import Site
     from slurm_supernode.slurm.container_runtimes import ContainerRuntimes
@@ -54,8 +54,7 @@ def allreduce_in_image(
     from slurm_supernode.slurm.container_runtimes import detect_container_runtimes
 
     environ = os.environ if environ is None else environ
-    request = options.container.request()
-    if request is None:
+    if options.container.wanted_image() is None:
         raise InputError("no image given", where=_WHERE)
     if site is None:
         raise InputError(
@@ -81,12 +80,11 @@ def allreduce_in_image(
         found = slurm_version()
         version = (found.major, found.minor, found.patch)
     with tempfile.TemporaryDirectory(prefix="snrun-health-", ignore_cleanup_errors=True) as work:
-        spec, launch = _planned(request, site, options, environ, Path(work), available, version)
+        spec, launch = _planned(site, options, environ, Path(work), available, version)
         return _run(spec, launch, options.timeout + START_ALLOWANCE)
 
 
 def _planned(
-    request: ContainerRequest,
     site: Site,
     options: HealthOptions,
     environ: Mapping[str, str],
@@ -105,7 +103,7 @@ def _planned(
     )
 
     spec = resolve_container(
-        request,
+        options.container,
         site,
         job_dir=work,
         workdir=str(work),
@@ -113,7 +111,7 @@ def _planned(
         snrun_package=own_package(),
         slurm_version=version,
     )
-    assert spec is not None  # a request gives a spec
+    assert spec is not None  # an image gives a spec (allreduce_in_image checked it)
     node = site.node(options.node) if site.has_node(options.node) else None
     backend, nproc = world_of(
         options.allreduce_backend, node.devices if node else 0, options.allreduce_nproc

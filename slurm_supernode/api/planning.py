@@ -95,7 +95,8 @@ def plan(spec: JobSpec, *, need_slurm: bool = False) -> JobPlan:
     if refusal is not None and need_slurm:
         raise refusal
     site = load_site(applied.site)
-    wants_container = applied.container_request() is not None  # runtimes asked only then
+    # the runtimes are asked only for an image (companions alone are refused here)
+    wants_container = applied.container is not None and applied.container.wanted_image() is not None
     facts = gather_facts(site, required=need_slurm, containers=wants_container)
     root = jobs_root(applied.jobs_dir, site_jobs_dir=site.paths.jobs_dir)
     launch = plan_job(applied, site, facts, jobs_root=root)
@@ -121,9 +122,17 @@ def with_directives(spec: JobSpec) -> tuple[JobSpec, list[Directive]]:
     workdir = spec.workdir or os.getcwd()
     directives = [] if spec.module else read_directives(Path(workdir, spec.program))
     fields = {f.name: getattr(spec, f.name) for f in dataclasses.fields(spec)}
+    if spec.container is not None:  # the options one by one: the command line's win each
+        fields |= {f"container.{k}": v for k, v in dataclasses.asdict(spec.container).items()}
     updates = apply_directives(fields, directives, where=spec.program)
     if "sbatch_args" in updates:
         updates["sbatch_args"] = (*updates["sbatch_args"], *spec.sbatch_args)  # type: ignore[misc]
+    container = {k[len("container.") :]: updates.pop(k) for k in list(updates) if "." in k}
+    if container:
+        from slurm_supernode.launch.container_options import ContainerOptions
+
+        given = spec.container or ContainerOptions()
+        updates["container"] = dataclasses.replace(given, **container)  # type: ignore[arg-type]
     return dataclasses.replace(spec, **updates), directives  # type: ignore[arg-type]
 
 

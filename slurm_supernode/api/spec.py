@@ -1,8 +1,7 @@
 """The job a user asks for: ``JobSpec`` (launch/jobspec.py, where the plan step reads it) and
-the ``Layout`` it holds, and the ``ContainerOptions`` of the jobs snrun submits for itself
-(``bench.BenchJob``, ``doctor.DoctorJob``, ``health.HealthOptions``: their ``container``,
-what ``JobSpec``'s ``container_*`` fields are to a user's job), named here so an API user
-imports one package."""
+the ``Layout`` and ``ContainerOptions`` it holds (the latter also the ``container`` of the
+jobs snrun submits for itself: ``bench.BenchJob``, ``doctor.DoctorJob``,
+``health.HealthOptions``), named here so an API user imports one package."""
 
 from __future__ import annotations
 

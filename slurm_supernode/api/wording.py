@@ -46,6 +46,7 @@ _WHERE = {"SCRIPT": "JobSpec.program", "JOB": "job"}
 
 @functools.cache
 def _parameters() -> dict[str, str]:
+    from slurm_supernode.launch.container_options import ContainerOptions
     from slurm_supernode.launch.jobspec import JobSpec
     from slurm_supernode.placement.model import Layout
 
@@ -54,6 +55,8 @@ def _parameters() -> dict[str, str]:
     }
     for f in dataclasses.fields(JobSpec):
         table[f"--{f.name.replace('_', '-')}"] = f"JobSpec.{f.name}"
+    for f in dataclasses.fields(ContainerOptions):
+        table[f"--container-{f.name.replace('_', '-')}"] = f"JobSpec.container.{f.name}"
     return table | _SPECIAL
 
 

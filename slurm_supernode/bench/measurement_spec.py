@@ -60,6 +60,6 @@ def measurement_spec(
         workdir=job.workdir,
         sbatch_args=tuple(sbatch_args),
         pinned_nodes=pinned_nodes,
+        container=container,
         **size,
-        **container.jobspec_fields(),
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from slurm_supernode.cli.layout_args import add_layout_arguments, layout_from_args
 from slurm_supernode.cli.options import (
@@ -461,7 +461,7 @@ def spec_from_args(ns: argparse.Namespace) -> JobSpec:
         fork_workers=ns.fork_workers,
         workdir=ns.workdir,
         snapshot=ns.snapshot,
-        **_container_fields(ns),
+        container=_container(ns),
         jobs_dir=ns.jobs_dir,
         on_slow_node=ns.on_slow_node,
         tokens_per_step=ns.tokens_per_step,
@@ -470,12 +470,12 @@ def spec_from_args(ns: argparse.Namespace) -> JobSpec:
     )
 
 
-def _container_fields(ns: argparse.Namespace) -> dict[str, Any]:
-    """JobSpec's ``container_*`` fields; none without a ``--container-*`` option (the
-    container modules stay unloaded on the plain path)."""
+def _container(ns: argparse.Namespace) -> ContainerOptions | None:
+    """JobSpec's ``container``; None without a ``--container-*`` option (the container
+    modules stay unloaded on the plain path)."""
     if all(getattr(ns, dest) is None for dest, _ in CONTAINER_OPTIONS):
-        return {}
-    return container_options(ns).jobspec_fields()
+        return None
+    return container_options(ns)
 
 
 def _check_input_file(path: str, option: str, *, must_be_path: bool) -> None:

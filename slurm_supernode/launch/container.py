@@ -1,7 +1,8 @@
 """The container of a job's training step: what the user asked, checked against the site.
 
 The batch script, the supervisor and the per-node agent stay on the host; the agent starts
-torchrun (and so every rank of its node) inside one container per node. ``ContainerSpec`` is
+torchrun (and so every rank of its node) inside one container per node. ``ContainerOptions``
+(launch/container_options.py) are the options as given; ``ContainerSpec``, checked, is
 what ``plan.json`` keeps and the agent renders per runtime (``container_render``). Everything
 the site cannot serve, and a local image that is not there, is refused here, at submit.
 """
@@ -23,6 +24,7 @@ from slurm_supernode.site.imex import CHANNEL_DIR as IMEX_MOUNT
 from slurm_supernode.site.model import CONTAINER_RUNTIMES, Site
 
 if TYPE_CHECKING:
+    from slurm_supernode.launch.container_options import ContainerOptions
     from slurm_supernode.slurm.container_runtimes import ContainerRuntimes
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -33,18 +35,6 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _LIST_FIELDS = ("mounts", "optional_mounts", "env", "options", "pythonpath")
 OCI_ROOT_PATH_SINCE = (23, 2)  # Slurm OCI keeps config.json's root.path from this release on
 SNRUN_LIB = "snrun-lib"  # in the job directory: where snrun's package is mounted inside
-
-
-@dataclass(frozen=True)
-class ContainerRequest:
-    """The ``--container-*`` options (or their ``#SBATCH`` lines) as given: strings, unchecked."""
-
-    image: str
-    mounts: str | None = None  # SRC[:DST[:ro]],... (pyxis syntax)
-    workdir: str | None = None
-    env: str | None = None  # NAME,...
-    name: str | None = None
-    mount_home: bool | None = None  # None: the runtime's default
 
 
 @dataclass(frozen=True)
@@ -98,7 +88,7 @@ def split_list(text: str | None) -> list[str]:
 
 
 def resolve_container(
-    request: ContainerRequest | None,
+    options: ContainerOptions | None,
     site: Site,
     *,
     job_dir: Path,
@@ -108,23 +98,25 @@ def resolve_container(
     snrun_package: str | None = None,
     slurm_version: tuple[int, ...] | None = None,
 ) -> ContainerSpec | None:
-    """Check the request against the site, the running Slurm and the image; None without a
-    request. ``extra_paths``: more host paths the job needs at the same path (the code
-    snapshot); ``available``: the runtimes the running Slurm offers (None: not asked);
+    """Check the options against the site, the running Slurm and the image; None without an
+    image (the companions alone are refused: ``ContainerOptions.wanted_image``).
+    ``extra_paths``: more host paths the job needs at the same path (the code snapshot);
+    ``available``: the runtimes the running Slurm offers (None: not asked);
     ``snrun_package``: snrun's package directory, mounted read-only into the job directory
     and put first on PYTHONPATH (the image's python then runs snrun's in-job part; only the
     package, not the site-packages around it, whose torch would hide the image's);
     ``slurm_version``: the running Slurm's (None: not asked), for Slurm OCI's root."""
-    if request is None:
+    wanted = options.wanted_image() if options is not None else None
+    if options is None or wanted is None:
         return None
     settings = site.containers
     runtime = choose_runtime(settings.runtime, site.name, available)
-    image = _check_image(request.image, runtime, settings.image_dir)
-    user_mounts, env = _user_mounts(request), _user_env(request)
-    _check_workdir_and_name(request, runtime, site.name)
+    image = _check_image(wanted, runtime, settings.image_dir)
+    user_mounts, env = _user_mounts(options), _user_env(options)
+    _check_workdir_and_name(options, runtime, site.name)
     # The job's own paths at the same path inside: every path in plan.json stays valid.
     same = [str(job_dir), *extra_paths]
-    if request.workdir is None:
+    if options.workdir is None:
         same.append(workdir)
     auto = [f"{p}:{p}" for p in _outermost(same)]
     own: list[str] = []
@@ -142,10 +134,10 @@ def resolve_container(
         python=settings.python,
         mounts=tuple(mounts),
         optional_mounts=tuple(m for m in vendor if m not in mounts),
-        workdir=request.workdir or workdir,
+        workdir=options.workdir or workdir,
         env=tuple(_unique([*settings.env, *env])),
-        name=request.name,
-        mount_home=request.mount_home,
+        name=options.name,
+        mount_home=options.mount_home,
         options=settings.options,
         pythonpath=pythonpath,
         oci_rootfs_in_bundle=runtime == "oci"
@@ -157,10 +149,10 @@ def resolve_container(
 _MOUNT_HINT = "SRC[:DST[:ro|rw]],... with absolute paths"
 
 
-def _user_mounts(request: ContainerRequest) -> list[str]:
+def _user_mounts(options: ContainerOptions) -> list[str]:
     """--container-mounts as mount specs, the first bad one refused."""
     user_mounts = []
-    for item in split_list(request.mounts):
+    for item in split_list(options.mounts):
         try:
             user_mounts.append(parse_mount(item).spec())
         except ValueError as exc:
@@ -168,10 +160,10 @@ def _user_mounts(request: ContainerRequest) -> list[str]:
     return user_mounts
 
 
-def _user_env(request: ContainerRequest) -> list[str]:
+def _user_env(options: ContainerOptions) -> list[str]:
     """--container-env: names of variables passed into the container."""
     env = []
-    for name in split_list(request.env):
+    for name in split_list(options.env):
         if not _ENV_NAME.match(name):
             raise InputError(
                 f"bad variable name {name!r}", where="--container-env", hint="NAME,NAME,..."
@@ -180,24 +172,24 @@ def _user_env(request: ContainerRequest) -> list[str]:
     return env
 
 
-def _check_workdir_and_name(request: ContainerRequest, runtime: str, site_name: str) -> None:
+def _check_workdir_and_name(options: ContainerOptions, runtime: str, site_name: str) -> None:
     """An absolute --container-workdir; --container-name only where pyxis keeps containers."""
-    if request.workdir is not None and not request.workdir.startswith("/"):
+    if options.workdir is not None and not options.workdir.startswith("/"):
         raise InputError(
-            f"{request.workdir!r} is not an absolute path",
+            f"{options.workdir!r} is not an absolute path",
             where="--container-workdir",
             hint="the directory inside the container where torchrun starts",
         )
-    if request.name is not None:
+    if options.name is not None:
         if runtime != "pyxis":
             raise InputError(
                 f"named containers need pyxis; site {site_name} runs {runtime}",
                 where="--container-name",
                 hint="drop --container-name: each attempt starts the image afresh",
             )
-        if not _NAME.match(request.name):
+        if not _NAME.match(options.name):
             raise InputError(
-                f"bad container name {request.name!r}",
+                f"bad container name {options.name!r}",
                 where="--container-name",
                 hint="letters, digits, '_', '.', '-'",
             )

@@ -1,16 +1,15 @@
-"""The ``--container-*`` options of the jobs snrun submits for itself (bench, doctor): the same
-names as ``snrun`` takes, kept as given (strings) until ``launch.job.plan_job`` checks them
-against the site and the running Slurm. Pure; a schedule stores them (``to_dict``)."""
+"""The ``--container-*`` options of a job, as given: a user's (``JobSpec.container``, from the
+command line, ``#SBATCH`` lines or the API) and those of the jobs snrun submits for itself
+(bench, doctor, health's all-reduce). Kept as given (strings) until ``launch.container``
+checks them against the site and the running Slurm (``ContainerSpec``, what plan.json keeps).
+Pure; a schedule stores them (``to_dict``)."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:  # loaded when an image is asked for
-    from slurm_supernode.launch.container import ContainerRequest
+from typing import Any
 
 _TEXT = ("image", "mounts", "workdir", "env", "name")
 _FIELDS = ", ".join((*_TEXT, "mount_home"))
@@ -19,14 +18,15 @@ _FIELDS = ", ".join((*_TEXT, "mount_home"))
 @dataclass(frozen=True)
 class ContainerOptions:
     """``--container-image`` and its companions; all None: on the host (unless the site says
-    otherwise for the job, e.g. ``bench.container_image``)."""
+    otherwise for the job, e.g. ``bench.container_image``). The companions without an image
+    are refused where the job is planned (``wanted_image``)."""
 
-    image: str | None = None
+    image: str | None = None  # a path or a registry reference (launch.container checks it)
     mounts: str | None = None  # SRC[:DST[:ro]],...
     workdir: str | None = None
     env: str | None = None  # NAME,...
     name: str | None = None
-    mount_home: bool | None = None
+    mount_home: bool | None = None  # None: the runtime's default
 
     def or_image(self, image: str) -> ContainerOptions:
         """These options with ``image`` where none was given ("": none to add)."""
@@ -34,31 +34,25 @@ class ContainerOptions:
             return self
         return dataclasses.replace(self, image=image)
 
-    def request(self) -> ContainerRequest | None:
-        """The options as one request; None without an image. The other options alone are
-        refused (they would be ignored silently): an InputError naming the first."""
-        if self.image is None:
-            given = [
-                f"--container-{k.replace('_', '-')}"
-                for k, v in dataclasses.asdict(self).items()
-                if v is not None
-            ]
-            if given:
-                from slurm_supernode.errors import InputError
+    def wanted_image(self) -> str | None:
+        """The image the job runs in; None where no option was given. The companions alone
+        are refused (they would be ignored silently): an InputError naming the first."""
+        if self.image is not None:
+            return self.image
+        given = [
+            f"--container-{k.replace('_', '-')}"
+            for k, v in dataclasses.asdict(self).items()
+            if v is not None
+        ]
+        if given:
+            from slurm_supernode.errors import InputError
 
-                raise InputError(
-                    f"{given[0]} without --container-image",
-                    where=given[0],
-                    hint="give the image with --container-image (or #SBATCH --container-image)",
-                )
-            return None
-        from slurm_supernode.launch.container import ContainerRequest
-
-        return ContainerRequest(**dataclasses.asdict(self))
-
-    def jobspec_fields(self) -> dict[str, Any]:
-        """As ``JobSpec``'s ``container_*`` fields (JobSpec refuses options without an image)."""
-        return {f"container_{k}": v for k, v in dataclasses.asdict(self).items()}
+            raise InputError(
+                f"{given[0]} without --container-image",
+                where=given[0],
+                hint="give the image with --container-image (or #SBATCH --container-image)",
+            )
+        return None
 
     def to_dict(self) -> dict[str, Any]:
         """The given options only (a stored schedule keeps them)."""

@@ -15,7 +15,8 @@ from typing import NamedTuple
 
 from slurm_supernode.errors import InputError
 
-# sbatch options snrun understands itself: option -> (JobSpec-ish field, takes a value).
+# sbatch options snrun understands itself: option -> (JobSpec-ish field, takes a value);
+# ``container.X``: the field X of ``JobSpec.container`` (launch/container_options.py).
 KNOWN: dict[str, tuple[str, bool]] = {
     "-J": ("job_name", True),
     "--job-name": ("job_name", True),
@@ -42,13 +43,13 @@ KNOWN: dict[str, tuple[str, bool]] = {
     "--exclusive": ("exclusive", False),
     # pyxis' names: snrun puts the training step in the image, never the batch script (which
     # sbatch would do with these options where pyxis is installed)
-    "--container-image": ("container_image", True),
-    "--container-mounts": ("container_mounts", True),
-    "--container-workdir": ("container_workdir", True),
-    "--container-env": ("container_env", True),
-    "--container-name": ("container_name", True),
-    "--container-mount-home": ("container_mount_home", False),
-    "--no-container-mount-home": ("container_mount_home", False),
+    "--container-image": ("container.image", True),
+    "--container-mounts": ("container.mounts", True),
+    "--container-workdir": ("container.workdir", True),
+    "--container-env": ("container.env", True),
+    "--container-name": ("container.name", True),
+    "--container-mount-home": ("container.mount_home", False),
+    "--no-container-mount-home": ("container.mount_home", False),
 }
 # sbatch options snrun sets itself, or that would break how it submits and restarts a job:
 # an #SBATCH line with one is refused, naming the line. option -> why.
@@ -191,7 +192,7 @@ def apply_directives(
         if given.get(d.field) is not None:
             continue  # the command line wins
         value: object = d.value
-        if d.field == "container_mount_home":
+        if d.field == "container.mount_home":
             value = not d.option.startswith("--no-")
         if d.field == "nodes":
             try:

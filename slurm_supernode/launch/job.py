@@ -159,8 +159,7 @@ def _container(
 ) -> ContainerSpec | None:
     """The training step's container, checked against the site and the runtimes the running
     Slurm offers; None without an image (the container modules are then not even loaded)."""
-    request = spec.container_request()
-    if request is None:
+    if spec.container is None or spec.container.wanted_image() is None:
         return None
     from slurm_supernode.launch.container import own_package, resolve_container
 
@@ -169,7 +168,7 @@ def _container(
     # snrun's own in-job part (bench, doctor) runs in the image: its package goes in too
     own = spec.module and spec.program == SNRUN_MODULE
     return resolve_container(
-        request,
+        spec.container,
         site,
         job_dir=job_dir,
         workdir=workdir,

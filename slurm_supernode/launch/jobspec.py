@@ -10,7 +10,7 @@ from slurm_supernode.errors import InputError
 from slurm_supernode.placement.model import Layout
 
 if TYPE_CHECKING:  # loaded when a container is asked for: a plan without one skips it
-    from slurm_supernode.launch.container import ContainerRequest
+    from slurm_supernode.launch.container_options import ContainerOptions
 
 # compiled on first use (re caches them): a job without --env or --time never pays for them
 _ENV_KEY = r"^[A-Za-z_][A-Za-z0-9_]*$"
@@ -59,12 +59,7 @@ class JobSpec:
     # refuses --segment with a nodelist that spans blocks, and the list is exact anyway).
     pinned_nodes: str | None = None
     # --container-*: torchrun and the ranks in an image (launch.container); None: not given
-    container_image: str | None = None
-    container_mounts: str | None = None
-    container_workdir: str | None = None
-    container_env: str | None = None
-    container_name: str | None = None
-    container_mount_home: bool | None = None
+    container: ContainerOptions | None = None
     # --jobs-dir: where the job directory goes (None: $SNRUN_JOBS_DIR, the site's, ~/.snrun/jobs)
     jobs_dir: str | None = None
     # watching the job (docs/observe.md): "warn" or "requeue" a node found slow (None: warn),
@@ -75,30 +70,6 @@ class JobSpec:
     # the model the job trains (a `snrun plan --model` preset): the plan's communication share
     # for the job's own layout stands beside the measured one (None: no plan figure)
     plan_model: str | None = None
-
-    def container_request(self) -> ContainerRequest | None:
-        """The --container-* options as one request; None without an image (the other
-        options alone are refused: they would be ignored silently)."""
-        options = (
-            self.container_image,
-            self.container_mounts,
-            self.container_workdir,
-            self.container_env,
-            self.container_name,
-            self.container_mount_home,
-        )
-        if all(option is None for option in options):
-            return None  # the common case: the container modules stay unloaded
-        from slurm_supernode.launch.container_options import ContainerOptions
-
-        return ContainerOptions(
-            image=self.container_image,
-            mounts=self.container_mounts,
-            workdir=self.container_workdir,
-            env=self.container_env,
-            name=self.container_name,
-            mount_home=self.container_mount_home,
-        ).request()
 
     @property
     def name(self) -> str:

@@ -80,7 +80,11 @@ def test_a_string_where_a_list_is_meant(no_slurm):
         ("supernodes", "2"), ("supernodes", 2.0), ("supernodes", 0), ("nodes", -1),
         ("nodes", True), ("nproc_per_node", 1.5), ("max_restarts", -1), ("exclusive", 1),
         ("time", 30), ("env", {"A": "1"}), ("env", (("1A", "x"),)), ("layout", {"tp": 2}),
-        ("program", None), ("program", "tr\0ain.py"), ("container_mount_home", "yes"),
+        ("program", None), ("program", "tr\0ain.py"), ("container", "/i.sqsh"),
+        ("container", {"image": "/i", "mount_home": "yes"}), ("container", {"imgae": "/i"}),
+        ("container", api.ContainerOptions(image="/i", mount_home="yes")),
+        ("container", api.ContainerOptions(image=3)),
+        ("container", api.ContainerOptions(image="/i", mounts="/a\0")),
     ],
 )  # fmt: skip
 def test_wrong_type_or_range_names_the_field(no_slurm, field, value):
@@ -99,6 +103,14 @@ def test_lists_are_taken_as_tuples():
     assert checked.program_args == ("--lr", "3e-4") and checked.env == (("A", "1"),)
 
 
+def test_the_container_is_options_or_a_mapping_of_their_fields():
+    want = api.ContainerOptions(image="/i.sqsh", mounts="/d:/d:ro", mount_home=False)
+    given = {"image": "/i.sqsh", "mounts": "/d:/d:ro", "mount_home": False}
+    assert check_spec(spec(container=given)).container == want
+    assert check_spec(spec(container=want)).container is want
+    assert check_spec(spec()).container is None
+
+
 def test_submit_takes_a_plan_not_a_spec(no_slurm):
     err = refused(api.submit, spec())
     assert err.where == "plan" and "api.submit(api.plan(spec))" in err.hint
@@ -108,8 +120,10 @@ def test_submit_takes_a_plan_not_a_spec(no_slurm):
 def test_errors_of_the_layers_below_speak_of_parameters(no_slurm):
     assert refused(api.plan, spec(time="soon")).where == "JobSpec.time"
     assert refused(api.plan, spec(mail_type="NEVER")).where == "JobSpec.mail_type"
-    err = refused(api.plan, spec(container_mounts="/a:/b"))
-    assert err.where == "JobSpec.container_mounts" and "JobSpec.container_image" in err.message
+    err = refused(api.plan, spec(container=api.ContainerOptions(mounts="/a:/b")))
+    assert err.where == "JobSpec.container.mounts" and "JobSpec.container.image" in err.message
+    err = refused(api.plan, spec(container={"image": "/no/such.sqsh", "env": "X"}))
+    assert err.where == "JobSpec.container.image"  # the local site names no runtime
     assert refused(api.submit, api.plan(spec()), after="12:maybe").where == "after"
     assert refused(api.then, 12, spec(), "maybe").where == "when"
 

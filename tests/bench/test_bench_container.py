@@ -100,7 +100,11 @@ def test_a_users_job_gets_no_snrun_package(tmp_path: Path) -> None:
 
     script = tmp_path / "train.py"
     script.write_text("print(1)\n")
-    spec = JobSpec(program=str(script), supernodes=1, container_image=str(oci_image(tmp_path)))
+    spec = JobSpec(
+        program=str(script),
+        supernodes=1,
+        container=ContainerOptions(image=str(oci_image(tmp_path))),
+    )
     plan = plan_job(spec, site_with(tmp_path), None, jobs_root=tmp_path)
     assert container_of(plan).pythonpath == ()
     assert not any("snrun-lib" in m for m in container_of(plan).mounts)

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from slurm_supernode.errors import InputError, JobError
-from slurm_supernode.launch.container import ContainerRequest, ContainerSpec, resolve_container
+from slurm_supernode.launch.container import ContainerSpec, resolve_container
+from slurm_supernode.launch.container_options import ContainerOptions
 from slurm_supernode.launch.container_render import (
     enter_script,
     oci_bundle_config,
@@ -52,7 +53,7 @@ def with_runtime(runtime: str, **kw):
 
 def resolve(runtime: str, tmp_path: Path, **req):
     return resolve_container(
-        ContainerRequest(**req),
+        ContainerOptions(**req),
         with_runtime(runtime),
         job_dir=tmp_path / "jobs" / "j1",
         workdir=str(tmp_path),
@@ -124,7 +125,7 @@ def test_the_sites_runtime_is_checked_against_what_the_cluster_offers(tmp_path: 
 
     def pick(runtime: str, available):
         return resolve_container(
-            ContainerRequest(image=img), with_runtime(runtime), job_dir=tmp_path / "j",
+            ContainerOptions(image=img), with_runtime(runtime), job_dir=tmp_path / "j",
             workdir=str(tmp_path), available=available,
         )  # fmt: skip
 
@@ -154,7 +155,7 @@ def test_the_sites_runtime_options_reach_each_runtime_and_oci_takes_none(tmp_pat
             site(), containers=ContainerSettings(runtime=runtime, options=("--userns",))
         )
         spec = resolve_container(
-            ContainerRequest(image=image), site_obj, job_dir=tmp_path / "j", workdir=str(tmp_path)
+            ContainerOptions(image=image), site_obj, job_dir=tmp_path / "j", workdir=str(tmp_path)
         )
         assert spec is not None and spec.options == ("--userns",)
         assert ContainerSpec.from_dict(spec.to_dict()) == spec
@@ -193,7 +194,7 @@ def test_oci_bundle_needs_config_and_root(tmp_path: Path) -> None:
 def test_relative_image_names_resolve_in_the_sites_image_dir(tmp_path: Path) -> None:
     (tmp_path / "img.sqsh").write_text("")
     got = resolve_container(
-        ContainerRequest(image="img.sqsh"),
+        ContainerOptions(image="img.sqsh"),
         with_runtime("pyxis", image_dir=str(tmp_path)),
         job_dir=tmp_path / "j",
         workdir=str(tmp_path),
@@ -225,7 +226,7 @@ def test_requests_the_runtime_cannot_serve_are_refused(tmp_path: Path) -> None:
 
 def test_container_options_without_an_image_are_refused(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="--container-mounts without --container-image"):
-        plan(tmp_path, container_mounts="/a")
+        plan(tmp_path, container=ContainerOptions(mounts="/a"))
 
 
 def test_plan_json_keeps_the_container_and_old_plans_still_read(tmp_path: Path) -> None:
@@ -240,7 +241,7 @@ def test_plan_json_keeps_the_container_and_old_plans_still_read(tmp_path: Path) 
             program="train.py",
             workdir=str(tmp_path),
             snapshot=False,
-            container_image=str(bundle(tmp_path)),
+            container=ContainerOptions(image=str(bundle(tmp_path))),
         ),
         site_obj,
         None,
@@ -263,15 +264,39 @@ def test_sbatch_lines_set_the_container_and_never_reach_sbatch() -> None:
         "#SBATCH --no-container-mount-home --container-env=X,Y\nimport os\n"
     )
     found = parse_directives(text, "t.py")
-    out = apply_directives({"container_image": None}, found)
+    out = apply_directives({"container.image": None}, found)
     assert out == {
-        "container_image": "/img.sqsh",
-        "container_mounts": "/a:/b",
-        "container_mount_home": False,
-        "container_env": "X,Y",
+        "container.image": "/img.sqsh",
+        "container.mounts": "/a:/b",
+        "container.mount_home": False,
+        "container.env": "X,Y",
     }
-    assert apply_directives({"container_image": "/cli.sqsh"}, found)["container_mounts"] == "/a:/b"
-    assert "container_image" not in apply_directives({"container_image": "/cli.sqsh"}, found)
+    assert apply_directives({"container.image": "/cli.sqsh"}, found)["container.mounts"] == "/a:/b"
+    assert "container.image" not in apply_directives({"container.image": "/cli.sqsh"}, found)
+
+
+def test_sbatch_container_lines_fill_what_the_command_line_left_unset(tmp_path: Path) -> None:
+    """Option by option, as sbatch: the spec's image and mounts win, the script's env and
+    mount_home come in; no container option anywhere leaves the spec without a container."""
+    from slurm_supernode.api.planning import with_directives
+    from slurm_supernode.launch.jobspec import JobSpec
+
+    script = tmp_path / "t.py"
+    script.write_text(
+        "#SBATCH --container-image=/img.sqsh --container-mounts /a:/b\n"
+        "#SBATCH --no-container-mount-home --container-env=X,Y\nimport os\n"
+    )
+    given = ContainerOptions(image="/cli.sqsh", mounts="/c")
+    spec, _ = with_directives(JobSpec(program="t.py", workdir=str(tmp_path), container=given))
+    assert spec.container == ContainerOptions(
+        image="/cli.sqsh", mounts="/c", env="X,Y", mount_home=False
+    )
+    spec, _ = with_directives(JobSpec(program="t.py", workdir=str(tmp_path)))
+    assert spec.container == ContainerOptions(
+        image="/img.sqsh", mounts="/a:/b", env="X,Y", mount_home=False
+    )
+    script.write_text("import os\n")
+    assert with_directives(JobSpec(program="t.py", workdir=str(tmp_path)))[0].container is None
 
 
 # ----- rendering --------------------------------------------------------------------------------
@@ -341,7 +366,7 @@ def test_slurm_before_23_02_gets_the_image_root_inside_the_bundle(
     gets an empty rootfs with the image's root mounted over /; later Slurm the root.path."""
     img = bundle(tmp_path)
     spec = resolve_container(
-        ContainerRequest(image=str(img) if runtime == "oci" else "docker://x"),
+        ContainerOptions(image=str(img) if runtime == "oci" else "docker://x"),
         with_runtime(runtime),
         job_dir=tmp_path / "j",
         workdir=str(tmp_path),
