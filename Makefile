@@ -102,9 +102,10 @@ test-scale: install
 bench: install
 	bash perf/run_all.sh
 
-# What whole super nodes cost the scheduler (not CI; ~4 replays of <= 10 min on 2 cores):
-# a Helios-fitted job mix through Slurm under plain tree, block segments and job_submit.lua;
-# table + plot in perf/results/sched (docs/benchmarks.md). SCHED_MODES="plain lua" for some.
+# What whole super nodes cost a busy scheduler (not CI; 5 policies x 3 seeds x ~5 min on 2
+# cores): a Helios-fitted job mix arriving above capacity (the queue stays full), with user time
+# limits for backfill, through Slurm under plain tree, block segments and job_submit.lua's modes;
+# table + plot in perf/results/sched (docs/benchmarks.md). SCHED_MODES="plain lua", SCHED_SEEDS="1".
 bench-sched: install
 	bash perf/sched_run.sh
 

@@ -31,4 +31,4 @@ if [ -n "$need" ]; then
 fi
 # CPU torch: 'torch==2.13.0' resolves to the CPU wheel kept on disk here (no multi-GB download).
 "$PY" -m pip install -q torch==2.13.0
-"$PY" -m pip install -q -e ".[dev,torch]"  # with py-spy (stack dumps of hung ranks)
+"$PY" -m pip install -q -e ".[dev,torch,bench]"  # py-spy (hung ranks), matplotlib (bench plots)

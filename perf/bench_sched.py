@@ -26,6 +26,14 @@ allocated GPUs), mean and p95 queue wait, the share of multi-node jobs whose TP 
 super node, and every 2 s the super nodes left fragmented (partly busy, with idle trays that a
 whole-super-node job cannot use). Raw records and the summary go to --out.
 
+With ``--span S`` (`make bench-sched`'s default) the jobs keep arriving for S seconds at
+``--load`` times the cluster's capacity (the queue stays full, as on a busy site), each with the
+time limit its user typed (sched_mix.py: a few times its run time, whole hours), so Slurm's
+backfill plans with the usual overestimates; the busy-cluster figures (sched_figures.py:
+throughput over a window without the ramp-up and the drain, wait p50/p95/p99 per size class,
+bounded slowdown) and the scheduler's parameters as `scontrol show config` gives them go into
+the summary, and each 2 s sample counts the pending jobs and the trays they ask for.
+
 Jobs cancelled by anyone (``--budget``: the replay's own cut; an admin's scancel) are recorded
 as they ended: one cancelled before it started has no nodes and no start (counted apart, its
 wait up to the cancel a lower bound); one cancelled while running counts for the time it ran.
@@ -53,7 +61,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "perf"))
 
-from sched_mix import GPUS_PER_NODE, Job, make_mix  # noqa: E402
+import sched_figures  # noqa: E402
+from sched_mix import GPUS_PER_NODE, Job, make_mix, make_stream  # noqa: E402
 
 from slurm_supernode.hostlist import expand, fold  # noqa: E402
 
@@ -78,10 +87,15 @@ def supernodes() -> dict[str, list[str]]:
     return {k: sorted(v, key=lambda n: int(n[1:])) for k, v in sorted(sns.items())}
 
 
+def time_limit(job: Job) -> str:
+    """Slurm minutes: the user's limit of the mix, or (a job without one) run time + 2 min."""
+    return str(job.limit_min or math.ceil(job.duration_s / 60) + 2)
+
+
 def sbatch_args(job: Job, mode: str) -> list[str]:
     """The request a user of ``mode`` types for ``job`` (lua: before the plugin)."""
     n = job.nodes
-    limit = str(math.ceil(job.duration_s / 60) + 2)
+    limit = time_limit(job)
     base = [f"--job-name=sched-{job.index}", "--exclusive", "-t", limit, "-o", "/dev/null"]
     if mode == "plain":
         return [*base, "-p", "debug", "-N", str(n)]
@@ -104,8 +118,7 @@ def snrun_request(job: Job, site_file: str) -> list[str]:
 
     site = load_site(site_file)
     k = math.ceil(job.nodes / USED)
-    limit = str(math.ceil(job.duration_s / 60) + 2)
-    spec = JobSpec(program="x", supernodes=k, time=limit, job_name=f"sched-{job.index}")
+    spec = JobSpec(program="x", supernodes=k, time=time_limit(job), job_name=f"sched-{job.index}")
     req = plan_request(spec, site, gather_facts(site, required=True))
     return [a for a in req.sbatch_args() if not a.startswith(("--output", "--signal"))]
 
@@ -129,8 +142,10 @@ def running_nodes() -> list[str]:
     return [n for line in out.split() if line for n in expand(line)]
 
 
-def pending_count() -> int:
-    return len(run("squeue", "-h", "-t", "PD", "-o", "%i").stdout.split())
+def pending() -> tuple[int, int]:
+    """Pending jobs and the trays they ask for (queue depth)."""
+    counts = run("squeue", "-h", "-t", "PD", "-o", "%D").stdout.split()
+    return len(counts), sum(int(c) for c in counts if c.isdigit())
 
 
 def sample(sns: dict[str, list[str]], t0: float) -> dict:
@@ -141,8 +156,9 @@ def sample(sns: dict[str, list[str]], t0: float) -> dict:
         idle = len(nodes) - used
         if used and 0 < idle < USED:
             frag += 1  # busy trays and idle ones, too few idle for a whole-super-node job
+    jobs, trays = pending()
     return {"t": round(time.monotonic() - t0, 1), "busy_nodes": len(busy), "fragmented": frag,
-            "pending": pending_count()}  # fmt: skip
+            "pending": jobs, "pending_trays": trays}  # fmt: skip
 
 
 TIME_RE = re.compile(r"(\w+)=(\S+)")
@@ -152,6 +168,29 @@ def records(job_id: int) -> list[dict[str, str]]:
     """Every component of the job as scontrol shows it (one line each with -o)."""
     out = run("scontrol", "-o", "show", "job", str(job_id)).stdout
     return [dict(TIME_RE.findall(line)) for line in out.splitlines() if line.strip()]
+
+
+def all_records() -> dict[int, list[dict[str, str]]]:
+    """Every job slurmctld still holds, by job id (a heterogeneous job's components under its
+    leader's id, the id sbatch printed), in one call."""
+    out: dict[int, list[dict[str, str]]] = {}
+    for line in run("scontrol", "-o", "show", "job", timeout=300).stdout.splitlines():
+        rec = dict(TIME_RE.findall(line))
+        if "JobId" in rec:
+            out.setdefault(int(rec.get("HetJobId", rec["JobId"])), []).append(rec)
+    return out
+
+
+def scheduler_config() -> dict[str, str]:
+    """The scheduler's parameters of the running cluster (`scontrol show config`)."""
+    keys = ("SLURM_VERSION", "SchedulerType", "SchedulerParameters", "SelectType",
+            "SelectTypeParameters", "PriorityType", "TopologyPlugin", "MinJobAge")  # fmt: skip
+    conf = {}
+    for line in run("scontrol", "show", "config").stdout.splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key.strip() in keys:
+            conf[key.strip()] = value.strip()
+    return conf
 
 
 def ts(value: str | None) -> float | None:
@@ -182,16 +221,16 @@ def job_row(row: dict, sub: dict, recs: list[dict[str, str]], sns: dict[str, lis
                   "nodes_alloc": len(hosts), "supernodes": touched}  # fmt: skip
 
 
-def aligned(hosts: list[str], site_file: str) -> bool:
-    """TP (4 GPUs) and EP (min(nodes, 16) trays) groups of `snrun plan` inside super nodes."""
-    ep = min(len(hosts), USED)
-    proc = run(sys.executable, "-m", "slurm_supernode", "plan", "--site", site_file,
-               "--nodelist", fold(hosts), "--nproc-per-node", str(GPUS_PER_NODE),
-               "--tp", str(GPUS_PER_NODE), "--ep", str(ep), "--json", timeout=120)  # fmt: skip
-    if proc.returncode != 0:
-        raise SystemExit(f"bench_sched: snrun plan failed: {proc.stderr.strip()}")
-    groups = json.loads(proc.stdout)["groups"]
-    return all(groups[g]["crossings"]["supernode"] == 0 for g in ("tp", "ep"))
+def aligned(hosts: list[str], site) -> bool:
+    """TP (4 GPUs) and EP (min(nodes, 16) trays) groups as `snrun plan` forms them (its rank
+    map, in-process: a process per job took minutes for a full queue's jobs) inside super
+    nodes: no group crosses a super-node boundary ("inter" spans)."""
+    from slurm_supernode.placement.model import Layout
+    from slurm_supernode.placement.rankmap import build_rank_map
+
+    layout = Layout(tp=GPUS_PER_NODE, ep=min(len(hosts), USED))
+    rm = build_rank_map(site, hosts, layout, GPUS_PER_NODE)
+    return all(rm.spans.get(g, {}).get("inter", 0) == 0 for g in ("tp", "ep"))
 
 
 def cancel(subs: list[dict]) -> None:
@@ -220,9 +259,9 @@ def submit_all(jobs: list[Job], mode: str, site_file: str, t0: float, deadline: 
 
 def wait_out(jobs: list[Job], subs: list[dict], deadline: float | None) -> bool:
     """Wait until no job of the replay is left; at the deadline cancel the rest. True: cut."""
-    names = ",".join(f"sched-{j.index}" for j in jobs)
+    names = {f"sched-{j.index}" for j in jobs}
     cut = False
-    while run("squeue", "-h", "-o", "%i", "-n", names).stdout.split():
+    while names & set(run("squeue", "-h", "-o", "%j").stdout.split()):
         if deadline is not None and time.monotonic() >= deadline and not cut:
             cancel(subs)  # the budget's cut: what is left ends as CANCELLED
             cut = True
@@ -231,7 +270,13 @@ def wait_out(jobs: list[Job], subs: list[dict], deadline: float | None) -> bool:
 
 
 def replay(
-    mode: str, jobs: list[Job], site_file: str, out: Path, budget_s: float | None = None
+    mode: str,
+    jobs: list[Job],
+    site_file: str,
+    out: Path,
+    budget_s: float | None = None,
+    warmup_s: float = 30.0,
+    meta: dict | None = None,
 ) -> dict:
     sns = supernodes()
     if sum(len(v) for v in sns.values()) != 144 or len(sns) != 8:
@@ -252,20 +297,26 @@ def replay(
     cut = wait_out(jobs, subs, deadline)
     done.set()
     th.join()
+    from slurm_supernode.site.loader import load_site
+
+    site = load_site(site_file)
     rows = []
     by_index = {j.index: j for j in jobs}
+    held = all_records()
     for s in subs:
         job = by_index[s["index"]]
         row = {"index": job.index, "gpus": job.gpus, "nodes_asked": job.nodes,
-               "duration_s": job.duration_s, "offset_s": job.submit_s}  # fmt: skip
+               "duration_s": job.duration_s, "offset_s": job.submit_s,
+               "limit_min": job.limit_min}  # fmt: skip
         if "error" in s:
             rows.append(row | {"error": s["error"]})
             continue
-        row = job_row(row, s, records(s["job_id"]), sns)
+        row = job_row(row, s, held.get(s["job_id"]) or records(s["job_id"]), sns)
         if job.nodes > 1 and row.get("started"):
-            row["aligned"] = aligned(list(expand(row["nodes"])), site_file)
+            row["aligned"] = aligned(list(expand(row["nodes"])), site)
         rows.append(row)
     summary = summarize(mode, rows, samples) | {"complete": not cut, "budget_s": budget_s}
+    summary |= busy_figures(rows, warmup_s) | {"scheduler": scheduler_config()} | (meta or {})
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{mode}.jobs.json").write_text(json.dumps(rows, indent=1) + "\n")
     (out / f"{mode}.samples.json").write_text(json.dumps(samples) + "\n")
@@ -313,6 +364,31 @@ def summarize(mode: str, rows: list[dict], samples: list[dict]) -> dict:
     }  # fmt: skip
 
 
+def busy_figures(rows: list[dict], warmup_s: float) -> dict:
+    """Throughput, waits per size class and bounded slowdown over the window from the first
+    submission + warmup to the last (sched_figures.py); the offered load over it."""
+    win = sched_figures.window(rows, warmup_s)
+    if win is None:
+        return {"window": None}
+    w0, w1 = win
+    offered = sum(r["nodes_asked"] * r["duration_s"] for r in rows
+                  if r.get("submit") is not None and w0 <= r["submit"] <= w1)  # fmt: skip
+    return {
+        "window": [0, round(w1 - w0, 1)],
+        "window_from_first_submit_s": [warmup_s, round(w1 - w0 + warmup_s, 1)],
+        "offered_load": round(offered / (144 * (w1 - w0)), 2),
+        "aligned_in_window_pct": _aligned_in(rows, w0, w1),
+        **sched_figures.throughput(rows, w0, w1, GPUS_PER_NODE),
+        "waits": sched_figures.wait_table(sched_figures.waits(rows, w0, w1)),
+    }
+
+
+def _aligned_in(rows: list[dict], w0: float, w1: float) -> float | None:
+    """Share of the multi-tray jobs that started inside the window whose groups are aligned."""
+    multi = [r for r in rows if "aligned" in r and w0 <= r["start"] <= w1]
+    return round(100 * sum(r["aligned"] for r in multi) / len(multi), 1) if multi else None
+
+
 def check_aligned_plugin() -> None:
     """lua-aligned needs the plugin exported with small_jobs: aligned: a held -N 3 in main
     must keep 3 nodes (the shipped plugin makes it 16)."""
@@ -338,13 +414,19 @@ def main() -> int:
     ap.add_argument("--load", type=float, default=1.2, help="offered work / capacity")
     ap.add_argument("--site", help="the cluster's site file (default: the minicluster's)")
     ap.add_argument("--budget", type=float, help="seconds: then cancel what is left (partial)")
+    ap.add_argument("--span", type=float, help="seconds of arrivals at --load; else --jobs jobs")
+    ap.add_argument("--warmup", type=float, default=30.0, help="seconds left out at the start")
     ap.add_argument("--out", default=str(ROOT / "perf" / "results" / "sched"))
     ns = ap.parse_args()
     site = ns.site or str(Path(os.environ["SLURM_CONF"]).parent / "site.yaml")
-    jobs = make_mix(ns.jobs, ns.seed, 144, ns.load)
+    if ns.span is not None:
+        jobs = make_stream(ns.seed, 144, ns.load, ns.span)
+    else:
+        jobs = make_mix(ns.jobs, ns.seed, 144, ns.load)
     if ns.mode == "lua-aligned":
         check_aligned_plugin()
-    summary = replay(ns.mode, jobs, site, Path(ns.out), ns.budget)
+    meta = {"seed": ns.seed, "load": ns.load, "span_s": ns.span}
+    summary = replay(ns.mode, jobs, site, Path(ns.out), ns.budget, ns.warmup, meta)
     print(json.dumps(summary))
     return 0
 

@@ -14,7 +14,13 @@ two-moment fit to those published figures, so it has their median and mean, not 
 - Durations: log-normal with median 204 s and mean 13,040.6 s (sigma = sqrt(2 ln(mean/median))
   = 2.88), then scaled: one trace minute is one replay second, clipped to [MIN_S, MAX_S].
 - Arrivals: bursts (users submit sweeps): burst gaps exponential, burst sizes geometric, so
-  the queue fills in waves instead of a smooth Poisson stream.
+  the queue fills in waves instead of a smooth Poisson stream. ``make_stream`` keeps them
+  coming for a fixed span at ``load`` times the cluster's capacity (load > 1: the queue stays
+  full, as on a busy site); ``make_mix`` spreads a fixed number of jobs (the first benchmark).
+- Time limits: what a user types, not the run time: ``LIMIT_FACTOR`` (2-5) times the run time,
+  rounded up to the whole hours users ask for (USER_HOURS). One trace hour is one replay minute,
+  so the limits are whole Slurm minutes (Slurm keeps limits in minutes) and backfill has the
+  usual overestimates to plan with.
 Pure and seeded: the same seed gives the same mix in every mode.
 """
 
@@ -29,6 +35,8 @@ MEDIAN_RUN_S, MEAN_RUN_S = 204.0, 13040.6
 TIME_SCALE = 60.0  # trace seconds per replay second
 MIN_S, MAX_S = 4.0, 90.0
 GPUS_PER_NODE = 4
+LIMIT_FACTOR = (2.0, 5.0)  # user limit / run time, uniform: the usual overestimate
+USER_HOURS = (1, 2, 4, 8, 12, 24, 48)  # limits users type (trace hours = replay minutes)
 
 
 @dataclass(frozen=True)
@@ -37,6 +45,7 @@ class Job:
     submit_s: float  # replay seconds after the start
     gpus: int
     duration_s: float  # replay seconds
+    limit_min: int = 0  # the job's time limit (replay minutes = trace hours); 0: none given
 
     @property
     def nodes(self) -> int:
@@ -64,6 +73,42 @@ def duration_s(rng: random.Random) -> float:
     sigma = math.sqrt(2 * math.log(MEAN_RUN_S / MEDIAN_RUN_S))
     trace = MEDIAN_RUN_S * math.exp(rng.gauss(0.0, sigma))
     return round(min(MAX_S, max(MIN_S, trace / TIME_SCALE)), 1)
+
+
+def user_limit_min(duration: float, factor: float) -> int:
+    """The limit a user types for a run of ``duration`` replay seconds: ``factor`` times it,
+    rounded up to the next whole-hour limit of USER_HOURS (replay minutes)."""
+    want = factor * duration * TIME_SCALE / 3600  # trace hours
+    return next((h for h in USER_HOURS if h >= want), USER_HOURS[-1])
+
+
+def shape(rng: random.Random, sizes: list[int], probs: list[float]) -> tuple[int, float, int]:
+    """GPUs, run time and time limit of one job."""
+    gpus, dur = rng.choices(sizes, probs)[0], duration_s(rng)
+    return gpus, dur, user_limit_min(dur, rng.uniform(*LIMIT_FACTOR))
+
+
+def make_stream(
+    seed: int, nodes: int, load: float, span_s: float, max_gpus: int = 512
+) -> list[Job]:
+    """Jobs arriving in bursts for ``span_s`` seconds at ``load`` times what ``nodes`` nodes
+    can run (node-seconds offered per second, the mean taken over 20,000 draws of the mix)."""
+    weights = size_weights(max_gpus)
+    sizes, probs = list(weights), list(weights.values())
+    est = random.Random(f"{seed}-mean")
+    draws = [shape(est, sizes, probs) for _ in range(20000)]
+    mean_work = sum(max(1, math.ceil(g / GPUS_PER_NODE)) * d for g, d, _ in draws) / len(draws)
+    mean_burst = 5.0
+    gap = mean_burst * mean_work / (nodes * load)
+    rng = random.Random(seed)
+    jobs: list[Job] = []
+    t = 0.0
+    while t < span_s:
+        for _ in range(1 + int(rng.expovariate(1 / (mean_burst - 1)))):
+            gpus, dur, limit = shape(rng, sizes, probs)
+            jobs.append(Job(len(jobs), round(t, 1), gpus, dur, limit))
+        t += rng.expovariate(1 / gap)
+    return jobs
 
 
 def make_mix(n_jobs: int, seed: int, nodes: int, load: float, max_gpus: int = 512) -> list[Job]:

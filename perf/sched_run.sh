@@ -9,12 +9,23 @@
 #              `slurm.small_jobs: aligned` (slurmctld reloads job_submit.lua when it changes;
 #              the shipped one is put back after the replay)
 #   block      Slurm 24.11, topology/block (segments), no plugin
-# SCHED_MODES picks some ("plain lua"); SCHED_JOBS / SCHED_LOAD / SCHED_SEED size the mix;
-# SCHED_BUDGET=S cancels what is left of a replay after S seconds (figures over that window).
+# The queue stays full: jobs arrive for SCHED_SPAN seconds (180) at SCHED_LOAD (1.5) times the
+# cluster's capacity, each with its user's time limit (backfill plans with it), and the replay
+# is cut SCHED_BUDGET seconds (240) after it began: the busy-cluster figures leave the drain
+# out anyway. One replay per seed of SCHED_SEEDS ("1 2 3") and mode, results in
+# $OUT/seed-S/. SCHED_MODES picks some ("plain lua"). SCHED_SPAN= (empty) replays the
+# first benchmark's fixed mix instead: SCHED_JOBS jobs (200) spread at SCHED_LOAD.
+# The clusters' scheduler: sched/backfill with bf_interval=1,sched_interval=2 (the
+# minicluster's slurm.conf: Slurm's default bf_interval of 30 s is long for jobs of seconds),
+# as `scontrol show config` reports it into every summary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MC=contrib/minicluster/minicluster
-OUT=${SCHED_OUT:-bench/results/sched}
+OUT=${SCHED_OUT:-perf/results/sched}
+SPAN=${SCHED_SPAN-180}
+BUDGET=${SCHED_BUDGET-240}
+[ -n "$SPAN" ] || BUDGET=${SCHED_BUDGET:-}
+export SCHED_SEEDS=${SCHED_SEEDS:-1 2 3} SCHED_LOAD=${SCHED_LOAD:-1.5} SPAN BUDGET
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 export SNRUN_MC_SUPERNODES=8 SNRUN_MC_NODES_PER_SUPERNODE=18 SNRUN_MC_SPARES=2 SNRUN_MC_GPUS=4
 export SNRUN_MC_TIMEOUT=120
@@ -37,16 +48,21 @@ replay() {  # replay SLURM TOPOLOGY LUA MODE...
     plugin() {  # plugin SITE: job_submit.lua from SITE (written atomically; slurmctld reloads it)
       python3 -m slurm_supernode site export "$1" --format job-submit-lua -o "$etc/job_submit.lua"
     }
+    for seed in $SCHED_SEEDS; do
     for mode in "$@"; do
-      echo "== $mode on Slurm $v ($topo), $(date -u +%T), load $(cut -d" " -f1-3 /proc/loadavg)"
+      echo "== $mode seed $seed on Slurm $v ($topo), $(date -u +%T)," \
+        "load $(cut -d" " -f1-3 /proc/loadavg)"
       if [ "$mode" = lua-aligned ]; then
-        sed "s/^slurm:\$/slurm:\n  small_jobs: aligned/" "$etc/site.yaml" >"$etc/site-aligned.yaml"
+        # the site states small_jobs (local.yaml: whole) or not: replace it, else add it
+        sed "/^  small_jobs:/d; s/^slurm:\$/slurm:\n  small_jobs: aligned/" "$etc/site.yaml" \
+          >"$etc/site-aligned.yaml"
         plugin "$etc/site-aligned.yaml"
       fi
-      nice python3 perf/bench_sched.py --mode "$mode" --out "$out" \
-        --jobs "${SCHED_JOBS:-200}" --load "${SCHED_LOAD:-1.2}" --seed "${SCHED_SEED:-27}" \
-        ${SCHED_BUDGET:+--budget "$SCHED_BUDGET"}
+      nice python3 perf/bench_sched.py --mode "$mode" --out "$out/seed-$seed" \
+        --load "$SCHED_LOAD" --seed "$seed" ${SPAN:+--span "$SPAN"} \
+        --jobs "${SCHED_JOBS:-200}" ${BUDGET:+--budget "$BUDGET"}
       if [ "$mode" = lua-aligned ]; then plugin "$etc/site.yaml"; fi
+    done
     done
   ' replay "$v" "$topo" "$lua" "$OUT" "$@"
 }
