@@ -132,21 +132,12 @@ def run_in_job(plan: JobPlan, job_id: int, hosts: tuple[str, ...], timeout: floa
     """Write the job directory and run the agents as a step of job ``job_id`` that overlaps
     its running steps; returns the step's exit code (output goes to the job dir's logs)."""
     from slurm_supernode.fsutil import write_atomic
+    from slurm_supernode.launch.agent_argv import agent_argv
     from slurm_supernode.launch.job import program_argv, write_job_dir
     from slurm_supernode.slurm.steps import overlap_step
 
     write_job_dir(plan)
-    python = plan.inputs.python
-    argv = [
-        python,
-        "-m",
-        "slurm_supernode",
-        "agent",
-        "--job-dir",
-        str(plan.job_dir),
-        "--",
-        *program_argv(plan.spec),
-    ]
+    argv = agent_argv(plan.inputs.python, plan.job_dir, program_argv(plan.spec))
     proc = overlap_step(
         job_id,
         fold(hosts),

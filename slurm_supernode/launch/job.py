@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from slurm_supernode import __version__
 from slurm_supernode.errors import InputError, SlurmError
+from slurm_supernode.launch.agent_argv import agent_argv
 from slurm_supernode.fsutil import expand_path, write_atomic, write_json_atomic
 from slurm_supernode.launch.envmerge import merge_env
 from slurm_supernode.launch.inputs import FILE as INPUTS_FILE
@@ -289,6 +290,7 @@ def template_context(
         "workdir": inputs.workdir,
         "python": inputs.python,
         "program_argv": list(inputs.program_argv),
+        "agent_argv": agent_argv(inputs.python, job_dir, inputs.program_argv),
         "nodes": inputs.nodes,
         "supernodes": inputs.supernodes,
         "heterogeneous": bool(req["heterogeneous"]),

@@ -5,16 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from slurm_supernode.launch.agent_argv import agent_argv
 from slurm_supernode.slurm.steps import step_command
-
-
-def agent_command(python: str, job_dir: Path, program_argv: Sequence[str]) -> list[str]:
-    cmd = [python, "-m", "slurm_supernode", "agent", "--job-dir", str(job_dir)]
-    return [*cmd, "--", *program_argv] if program_argv else cmd
 
 
 def srun_command(
     python: str, job_dir: Path, hosts: Sequence[str], het_size: int, program_argv: list[str]
 ) -> list[str]:
     """One agent per node across the whole allocation (every component of a het job)."""
-    return step_command(len(hosts), het_size, agent_command(python, job_dir, program_argv))
+    return step_command(len(hosts), het_size, agent_argv(python, job_dir, program_argv))
