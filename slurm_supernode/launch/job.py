@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from slurm_supernode import __version__
 from slurm_supernode.errors import InputError, SlurmError
-from slurm_supernode.launch.agent_argv import agent_argv
 from slurm_supernode.fsutil import expand_path, write_atomic, write_json_atomic
+from slurm_supernode.launch.agent_argv import agent_argv
 from slurm_supernode.launch.envmerge import merge_env
 from slurm_supernode.launch.inputs import FILE as INPUTS_FILE
 from slurm_supernode.launch.inputs import JobInputs
