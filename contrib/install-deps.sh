@@ -18,8 +18,9 @@ need=""
 # runc: Slurm's OCI container support on the test cluster (minicluster up --containers); the
 # rest builds and runs pyxis + enroot from ../shared/vendor (contrib/minicluster/build-pyxis).
 # sshd + ssh: `snrun --cluster` is tested against Debian's OpenSSH server (tests/sshd.py).
+# prometheus-pushgateway: the observe push is tested against a real one (tests/observe/).
 for c in slurmctld munged sbatch lua5.1 lua5.3 debootstrap ip nsenter pgrep runc mksquashfs squashfuse \
-  makeself jq ssh sshd valgrind; do
+  makeself jq ssh sshd valgrind prometheus-pushgateway; do
   command -v "$c" >/dev/null || need=1
 done
 if [ -n "$need" ]; then
@@ -27,7 +28,7 @@ if [ -n "$need" ]; then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends slurm-wlm munge lua5.1 lua5.3 debootstrap iproute2 \
     util-linux procps runc squashfs-tools squashfuse fuse3 libslurm-dev makeself libbsd-dev jq \
-    parallel pigz openssh-server openssh-client valgrind >/dev/null
+    parallel pigz openssh-server openssh-client valgrind prometheus-pushgateway >/dev/null
 fi
 # CPU torch: 'torch==2.13.0' resolves to the CPU wheel kept on disk here (no multi-GB download).
 "$PY" -m pip install -q torch==2.13.0

@@ -1,6 +1,7 @@
 """Everything the agent keeps watching on its node while torchrun runs, started and stopped as
-one: the sampler (runtime/sampler.py) and, where the site names a directory for it, the node's
-Prometheus textfile (runtime/prom_node.py). One call each way keeps the agent's own flow short."""
+one: the sampler (runtime/sampler.py) and, where the site names a directory or a gateway for
+it, the node's Prometheus textfile and/or Pushgateway group (runtime/prom_node.py). One call
+each way keeps the agent's own flow short."""
 
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ def start_node_watch(
         node,
         [r.rank for r in rank_map.ranks if r.hostname == node],
         prom_node.period(site.observe.sample_period, environ.get(sampler.PERIOD_ENV)),
+        gateway=site.observe.pushgateway,
     )
 
     def stop() -> None:

@@ -1,7 +1,8 @@
-"""The agent's Prometheus textfile of its node (docs/observe.md, "Prometheus"): where the site
-names ``paths.prometheus_textfile_dir``, a daemon thread republishes the node's figures every
-sampling period (observe/prom_publish.py) and removes the file when the agent stops it. A
-failure is said once on stderr; the job goes on."""
+"""The agent's Prometheus series of its node (docs/observe.md, "Prometheus"): where the site
+names ``paths.prometheus_textfile_dir`` and/or ``observe.pushgateway``, a daemon thread
+republishes the node's figures every sampling period (observe/prom_publish.py: the textfile
+rewritten, the gateway's group replaced) and removes them when the agent stops it. A failure is
+said once on stderr (and once more when it works again); the job goes on."""
 
 from __future__ import annotations
 
@@ -12,7 +13,13 @@ from collections.abc import Callable, Collection
 from pathlib import Path
 
 from slurm_supernode.fsutil import expand_path
-from slurm_supernode.observe.prom_publish import publish_node, unpublish_node
+from slurm_supernode.observe.prom_publish import (
+    node_summary,
+    publish_node,
+    push_summary,
+    unpublish_node,
+    unpush_node,
+)
 from slurm_supernode.observe.summary import JobContext
 
 
@@ -32,32 +39,54 @@ def start_publishing(
     node: str,
     ranks: Collection[int],
     period: float,
+    gateway: str = "",
 ) -> Callable[[], None]:
-    """Publish now and every ``period`` s; the returned call stops and removes the file.
-    No directory or no period: nothing runs (the call does nothing)."""
-    if not directory or period <= 0:
+    """Publish now and every ``period`` s; the returned call stops and removes the series.
+    No directory and no gateway, or no period: nothing runs (the call does nothing)."""
+    if not (directory or gateway) or period <= 0:
         return lambda: None
-    where = str(expand_path(directory))
+    where = str(expand_path(directory)) if directory else ""
     stop = threading.Event()
+    say = _Sayer(node)
 
     def loop() -> None:
-        said = False
         while not stop.is_set():
-            why = publish_node(where, job_dir, ctx, node, ranks)
-            if why and not said:
-                print(f"snrun agent on {node}: {why}", file=sys.stderr, flush=True)
-                said = True
+            summary = node_summary(job_dir, ctx, node, ranks)
+            if where:
+                say("textfile", publish_node(where, job_dir, ctx, node, ranks, summary=summary))
+            if gateway:
+                why = push_summary(gateway, summary, node)
+                say("push", why and f"{why}; its series are missing there, the job goes on")
             stop.wait(period)
 
-    thread = threading.Thread(target=loop, name="snrun-prom-textfile", daemon=True)
+    thread = threading.Thread(target=loop, name="snrun-prom-publish", daemon=True)
     thread.start()
 
     def finish() -> None:
         stop.set()
         thread.join(timeout=max(period, 5.0))
-        unpublish_node(where, ctx.job_id, node)
+        if where:
+            unpublish_node(where, ctx.job_id, node)
+        if gateway:
+            say("delete", unpush_node(gateway, ctx.job_id, node))
 
     return finish
+
+
+class _Sayer:
+    """A failure said once per kind while it lasts, and its end said once."""
+
+    def __init__(self, node: str) -> None:
+        self.node = node
+        self.failing: set[str] = set()
+
+    def __call__(self, kind: str, why: str | None) -> None:
+        if why and kind not in self.failing:
+            self.failing.add(kind)
+            print(f"snrun agent on {self.node}: {why}", file=sys.stderr, flush=True)
+        elif not why and kind in self.failing:
+            self.failing.discard(kind)
+            print(f"snrun agent on {self.node}: {kind}: working again", file=sys.stderr, flush=True)
 
 
 def period(site_period: float, environ_value: str | None) -> float:

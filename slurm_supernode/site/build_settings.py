@@ -53,7 +53,7 @@ OBSERVE_BOUNDS = {
     "profile_after": (1, False, True),
     "profile_steps": (0, False, True),
 }
-OBSERVE_KEYS = tuple(OBSERVE_BOUNDS)
+OBSERVE_KEYS = (*OBSERVE_BOUNDS, "pushgateway")
 # NodeName attributes snrun writes itself (from node_defaults / super nodes).
 RESERVED_NODE_OPTIONS = ("NodeName", "Features", "Gres", "CPUs", "RealMemory", "Port")
 
@@ -314,6 +314,11 @@ class SettingsBuilder(NodeReader):
         m = self.mapping(node, "observe", OBSERVE_KEYS) or {}
         kw: dict[str, Any] = {}
         for key, (_, vnode) in m.items():
+            if key == "pushgateway":
+                url = self._gateway_url(vnode)
+                if url is not None:
+                    kw[key] = url
+                continue
             low, strict, whole = OBSERVE_BOUNDS[key]
             what = f"observe.{key}"
             if whole:
@@ -325,6 +330,34 @@ class SettingsBuilder(NodeReader):
             if v is not None:
                 kw[key] = v
         return ObserveSettings(**kw)
+
+    def _gateway_url(self, node: yaml.Node) -> str | None:
+        """``observe.pushgateway``: http(s)://HOST[:PORT][/PATH], nothing else."""
+        from urllib.parse import urlsplit
+
+        text = self.name(node, "observe.pushgateway", "a URL")
+        if text is None:
+            return None
+        try:
+            parts = urlsplit(text.strip())
+            port_ok = parts.port is None or parts.port > 0
+        except ValueError:
+            parts, port_ok = None, False
+        if (
+            parts is None
+            or parts.scheme not in ("http", "https")
+            or not parts.hostname
+            or not (port_ok)
+            or parts.query
+            or parts.fragment
+        ):
+            self.err(
+                node,
+                f"observe.pushgateway {text!r} is not an http(s) URL of a Pushgateway",
+                hint="e.g. http://pushgw.example.org:9091",
+            )
+            return None
+        return text.strip().rstrip("/")
 
     def _paths(self, node: yaml.Node) -> PathSettings:
         m = self.mapping(node, "paths", PATH_KEYS) or {}

@@ -200,6 +200,9 @@ class ObserveSettings:
     slow_windows: int = 3  # ... in this many consecutive judge windows (5 s each) in a row
     profile_after: int = 50  # the optimizer step after which every rank is profiled once
     profile_steps: int = 3  # steps in that profiler window (0: no profiling)
+    # a Prometheus Pushgateway's URL (http[s]://host:port): every node of a job pushes its
+    # series there while the job runs (docs/observe.md); "": none pushed
+    pushgateway: str = ""
 
 
 # Container runtimes snrun renders for (docs/containers.md); "none": the site has none.
