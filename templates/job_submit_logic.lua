@@ -12,15 +12,20 @@
 --   * one super node:  --constraint=[sn0|sn1|...] (matching OR: all nodes share one feature),
 --     AND-ed with the job's own constraint if it has one;
 --   * k > 1 super nodes: strategy block -> --segment=<size> (topology/block) where the plugin
---     has the segment_size field (Slurm 26.05); Slurm 24.11's plugin has none, so the job keeps
---     its whole-super-node count and the user is told to add --segment themselves;
+--     has the segment_size field (Slurm >= 25.11.2); Slurm 24.11's plugin has none, so the job
+--     keeps its whole-super-node count and the user is told to add --segment themselves;
 --     strategy switches -> --switches=k (best effort); features -> rejected with a hint to
 --     use 'snrun -S k' (a heterogeneous job of k one-super-node components: exact everywhere);
 --     auto -> block where the partition's topology is a block one (see detect_strategy), else
 --     as features;
 --   * more nodes than the partition's super nodes hold: rejected at submit with a message.
+-- A job with --segment=S (seen only where job_submit/lua has the segment_size field: Slurm
+-- >= 25.11.2; on older plugins the field reads nil and the job is handled as above): S must
+-- keep every segment on whole super nodes as SITE.small_jobs says (segment_check below), and
+-- the node count must be a whole number of segments; else it is refused at submit, with the
+-- sizes that are allowed. Its node count is otherwise left as it is.
 -- Left alone: jobs whose constraint already names a super node feature (snrun's own components,
--- snrun --allow-partial), jobs with --segment already set, and every other partition.
+-- snrun --allow-partial), and every other partition.
 --------------------------------------------------------------------------------------------------
 
 local NO_VAL = slurm.NO_VAL or 4294967294
@@ -349,6 +354,70 @@ local function enforce(job_desc, pname, own_features, n, how)
    return slurm.SUCCESS
 end
 
+-- --segment=S against the site's super nodes (any size class of the partition):
+--   small_jobs "whole":   S is the size of a super node: each segment is one whole super node
+--                         (a smaller segment would share a super node with another job, a
+--                         larger one would span two NVLink domains);
+--   small_jobs "aligned": S divides the size of a super node: segments tile super nodes with
+--                         no remainder, none crosses one (like a small job kept inside one).
+local function segment_fits(part, s)
+   for _, class in ipairs(part.classes) do
+      if s == class.size or (SITE.small_jobs == "aligned" and class.size % s == 0) then
+         return true
+      end
+   end
+   return false
+end
+
+-- The segment sizes segment_fits allows, as text ("4", "1, 2, 3, 6, 9, 18"); runs only on a
+-- refusal, bounded by the super node size.
+local function segment_sizes(part)
+   local seen, list = {}, {}
+   for _, class in ipairs(part.classes) do
+      local lo = class.size
+      if SITE.small_jobs == "aligned" then
+         lo = 1
+      end
+      for s = lo, class.size do
+         if class.size % s == 0 and not seen[s] then
+            seen[s] = true
+            list[#list + 1] = s
+         end
+      end
+   end
+   table.sort(list)
+   return table.concat(list, ", ")
+end
+
+local function check_segment(job_desc, pname)
+   local part = SITE.partitions[pname]
+   local s = whole(job_desc.segment_size)
+   if not segment_fits(part, s) then
+      local rule = "a segment is one whole super node"
+      if SITE.small_jobs == "aligned" then
+         rule = "a segment must divide a super node"
+      end
+      return reject(string.format(
+         "partition %s runs jobs on whole super nodes: --segment=%d does not fit them (%s;"
+            .. " the partition has %s). Use --segment=%s, or 'snrun -S K'.",
+         pname, s, rule, select(2, capacity(part)), segment_sizes(part)))
+   end
+   local n, how = wanted_nodes(job_desc, part)
+   if n % s ~= 0 then
+      local lower, upper = n - n % s, n - n % s + s
+      local hint = "-N " .. upper
+      if lower > 0 then
+         hint = "-N " .. lower .. " or " .. hint
+      end
+      return reject(string.format(
+         "partition %s: %s is not a whole number of --segment=%d segments; use %s.",
+         pname, how, s, hint))
+   end
+   slurm.log_info("snrun job_submit: partition %s: %s --segment=%d accepted (%s)", pname, how, s,
+                  plural(math.floor(n / s), "segment"))
+   return slurm.SUCCESS
+end
+
 -- The enforced partition of a job, nil when none; a string (message) for a bad mix.
 local function enforced_partition(pspec)
    local names = words(pspec, ",")
@@ -380,7 +449,7 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
       return slurm.SUCCESS -- already placed on super nodes (snrun's components, --allow-partial)
    end
    if is_set(job_desc.segment_size, NO_VAL16) then
-      return slurm.SUCCESS -- --segment given: topology/block keeps segments in blocks
+      return check_segment(job_desc, pname) -- --segment given (Slurm >= 25.11.2 shows it)
    end
    local n, how = wanted_nodes(job_desc, SITE.partitions[pname])
    return enforce(job_desc, pname, job_desc.features, n, how)

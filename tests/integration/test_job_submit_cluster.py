@@ -263,3 +263,36 @@ def test_a_refused_update_is_explained_where_this_slurm_can(lua_conf, slurm_clus
         assert f"refused updates explained {where}" in text
     finally:
         subprocess.run(["scancel", str(job)], timeout=60, check=False)
+
+
+def test_a_segment_request_is_checked_where_the_plugin_sees_it(lua_conf, slurm_cluster, tmp_path):
+    """From 25.11.2 job_submit/lua reads the job's segment size: a plain `sbatch --segment=S`
+    in the enforced partition is checked against the super nodes (the cluster's site says
+    `small_jobs: whole`: S is one super node of 4, -N a whole number of segments) and refused
+    at submit with what to type; a good one runs as asked. 24.11's plugin has no such field
+    (the job is rounded as a plain one): nothing refuses the segment there."""
+    from slurm_supernode.slurm.version import slurm_version
+
+    sees = slurm_version() >= (25, 11, 2)
+    bad = sbatch(tmp_path, "-N6", "--segment=3")
+    if sees:
+        assert bad.returncode != 0 and not bad.stdout.strip(), bad
+        assert "snrun job_submit: partition main runs jobs on whole super nodes:" in bad.stderr
+        assert "--segment=3 does not fit them" in bad.stderr and "Use --segment=4" in bad.stderr
+        uneven = sbatch(tmp_path, "-N6", "--segment=4")
+        assert uneven.returncode != 0, uneven
+        assert "-N 6 is not a whole number of --segment=4 segments; use -N 4 or -N 8" in (
+            uneven.stderr
+        )
+    else:
+        assert "does not fit them" not in bad.stderr, bad.stderr
+        if bad.returncode == 0:
+            subprocess.run(["scancel", bad.stdout.strip()], timeout=60, check=False)
+    if slurm_cluster.topology != "block":
+        return  # a segment means something to topology/block only
+    good = sbatch(tmp_path, "-N8", "--segment=4")
+    assert good.returncode == 0, good.stderr
+    assert "snrun job_submit" not in good.stderr, good.stderr  # accepted as it is
+    info = jobs.wait_for(jobs.parse_job_id(good.stdout), set(), TIMEOUT)
+    assert (info.state.base, info.num_nodes) == ("COMPLETED", 8), info
+    assert len(supernodes_of(info.nodelist)) == 2

@@ -249,8 +249,8 @@ def test_other_partitions_and_placed_jobs_are_untouched(scripts):
     assert (debug["rc"], debug["min_nodes"], debug["features"]) == (0, 3, "nil")
     partial = run_plugin(scripts["local"], {"min_nodes": 3, "features": "[sn0|sn1]"})
     assert (partial["min_nodes"], partial["features"]) == (3, "[sn0|sn1]")
-    segment = run_plugin(scripts["local"], {"min_nodes": 3, "segment_size": 4})
-    assert segment["min_nodes"] == 3
+    segment = run_plugin(scripts["local"], {"min_nodes": 8, "segment_size": 4})
+    assert (segment["rc"], segment["min_nodes"], segment["segment_size"]) == (0, 8, 4)
 
 
 @needs_lua
@@ -312,6 +312,41 @@ def test_block_site_without_segment_field_says_what_to_type(scripts):
     # 26.05 reads an unset segment as 0: the field exists, so it is set
     r = run_plugin(scripts["nvl72"], {"min_nodes": 20, "partition": "gb200", "segment_size": 0})
     assert (r["min_nodes"], r["segment_size"]) == (36, 18) and "(--segment=18)" in r["msg"]
+
+
+@needs_lua
+def test_segment_request_is_one_whole_super_node_under_whole(scripts):
+    """25.11.2+ shows the user's --segment: under small_jobs whole a segment is one super
+    node, and the node count a whole number of segments; refusals name what to type."""
+    ok = run_plugin(scripts["local"], {"min_nodes": 8, "segment_size": 4, "partition": "main"})
+    assert (ok["rc"], ok["min_nodes"], ok["segment_size"], ok["msg"]) == (0, 8, 4, "")
+    assert "-N 8 --segment=4 accepted (2 segments)" in ok["info"]
+    small = run_plugin(scripts["local"], {"min_nodes": 4, "segment_size": 2})
+    assert small["rc"] == INVALID_NODE_COUNT and small["min_nodes"] == 4
+    assert "--segment=2 does not fit" in small["msg"] and "Use --segment=4," in small["msg"]
+    assert "one whole super node" in small["msg"]
+    big = run_plugin(scripts["local"], {"min_nodes": 8, "segment_size": 8})
+    assert big["rc"] == INVALID_NODE_COUNT and "Use --segment=4," in big["msg"]
+    uneven = run_plugin(scripts["local"], {"min_nodes": 6, "segment_size": 4})
+    assert uneven["rc"] == INVALID_NODE_COUNT
+    assert "-N 6 is not a whole number of --segment=4 segments; use -N 4 or -N 8" in uneven["msg"]
+    few = run_plugin(scripts["local"], {"min_nodes": 2, "segment_size": 4})
+    assert few["rc"] == INVALID_NODE_COUNT and "use -N 4." in few["msg"]
+    gpus = run_plugin(scripts["nvl72"], {"tres_per_job": "gres:gpu:144", "segment_size": 18,
+                                         "partition": "gb200"})  # fmt: skip
+    assert (gpus["rc"], gpus["segment_size"]) == (0, 18)  # 144 GPUs / 4 per tray = 36 trays
+
+
+@needs_lua
+def test_segment_is_not_seen_where_the_plugin_has_no_field(scripts):
+    """24.11: job_desc has no segment_size (nil): the job is rounded as a plain one, never
+    refused for a segment the plugin cannot see."""
+    r = run_plugin(scripts["local"], {"min_nodes": 3}, segment_field=False)
+    assert (r["rc"], r["min_nodes"], r["segment_size"]) == (0, 4, None)
+    # 26.05 reads an unset segment as 0, 25.11 as NO_VAL16: both are "no --segment"
+    for unset in (0, NO_VAL16):
+        r = run_plugin(scripts["local"], {"min_nodes": 3, "segment_size": unset})
+        assert (r["rc"], r["min_nodes"]) == (0, 4)
 
 
 @needs_lua
@@ -521,6 +556,21 @@ def test_aligned_on_mixed_sizes_allows_every_super_node_that_holds_the_job(tmp_p
     assert (three["min_nodes"], three["features"]) == (3, "[sn0|sn1]")
     six = run_plugin(script, {"min_nodes": 6})
     assert (six["min_nodes"], six["features"]) == (6, "[sn1]")
+
+
+@needs_lua
+def test_aligned_segments_divide_a_super_node(aligned):
+    for s, n in ((1, 3), (2, 6), (4, 8)):
+        r = run_plugin(aligned["local"], {"min_nodes": n, "segment_size": s})
+        assert (r["rc"], r["min_nodes"], r["segment_size"]) == (0, n, s), r
+    three = run_plugin(aligned["local"], {"min_nodes": 6, "segment_size": 3})
+    assert three["rc"] == INVALID_NODE_COUNT
+    assert "a segment must divide a super node" in three["msg"]
+    assert "Use --segment=1, 2, 4," in three["msg"]
+    nvl = run_plugin(aligned["nvl72"], {"min_nodes": 20, "segment_size": 4, "partition": "gb200"})
+    assert "Use --segment=1, 2, 3, 6, 9, 18," in nvl["msg"]
+    ok = run_plugin(aligned["nvl72"], {"min_nodes": 18, "segment_size": 6, "partition": "gb200"})
+    assert (ok["rc"], ok["segment_size"]) == (0, 6)
 
 
 @needs_lua
