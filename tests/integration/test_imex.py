@@ -27,14 +27,25 @@ from tests.slurm_cluster import MINICLUSTER, SlurmCluster
 
 pytestmark = pytest.mark.slurm
 
-CHANNELS = 3  # SwitchParameters=imex_channel_count: 24.11 gives 1-2 (0 reserved), 26.05 1-3
+CHANNELS = 3  # SwitchParameters=imex_channel_count: 24.11 gives 1-2 (0 reserved), 25.11+ 1-3
 RANK = """\
-import json, os, sys, time
+import errno, json, os, stat, sys, time
 d = "/dev/nvidia-caps-imex-channels"
 seen = sorted(os.listdir(d)) if os.path.isdir(d) else None
+dev = opened = None
+if seen:  # the device node itself: char, its major/minor, and why it cannot be opened
+    st = os.stat(os.path.join(d, seen[0]))
+    dev = [stat.S_ISCHR(st.st_mode), os.major(st.st_rdev), os.minor(st.st_rdev)]
+    try:
+        os.close(os.open(os.path.join(d, seen[0]), os.O_RDWR))
+        opened = "ok"
+    except OSError as exc:  # ENXIO: no driver behind the major here; EPERM: a device rule
+        opened = errno.errorcode.get(exc.errno, str(exc.errno))
 rank = int(os.environ["RANK"])
 out = {"rank": rank, "node": os.environ["SNRUN_NODE"], "channels": seen,
-       "env": os.environ.get("NVIDIA_IMEX_CHANNELS"), "attempt": os.environ["SNRUN_ATTEMPT"]}
+       "env": os.environ.get("NVIDIA_IMEX_CHANNELS"), "attempt": os.environ["SNRUN_ATTEMPT"],
+       "image": os.path.exists("/etc/snrun-test-image"),  # the marker only the image has
+       "dev": dev, "opened": opened}
 job_dir = os.environ["SNRUN_JOB_DIR"]
 path = os.path.join(job_dir, f"rank{rank}.a{out['attempt']}.json")
 with open(path + ".tmp", "w") as fh:
@@ -56,8 +67,15 @@ printf 'Nodes:\\nNode #0 - 127.0.0.1 - READY\\nDomain State: %s\\n' "$state"
 
 
 class ImexCluster:
-    def __init__(self, state_dir: Path, env: dict[str, str], version: tuple[int, int]) -> None:
+    def __init__(
+        self,
+        state_dir: Path,
+        env: dict[str, str],
+        version: tuple[int, int],
+        runtimes: tuple[str, ...] = (),
+    ) -> None:
         self.state_dir, self.env, self.version = state_dir, env, version
+        self.runtimes = runtimes  # container runtimes it was booted with
         self.site = state_dir / "etc" / "site.yaml"
 
     @property
@@ -131,6 +149,7 @@ def test_every_rank_of_a_two_supernode_job_sees_its_segments_channel(
     for r in seen:
         assert r["channels"] is not None and len(r["channels"]) == 1, r
         assert r["env"] == r["channels"][0].removeprefix("channel"), r  # NVIDIA_IMEX_CHANNELS
+        assert r["opened"] in ("ENXIO", "ok"), r  # only the missing driver says no
         sn = "sn0" if int(r["node"][1:]) < 4 else "sn1"
         by_sn.setdefault(sn, set()).add(tuple(r["channels"]))
     assert all(len(v) == 1 for v in by_sn.values()), by_sn  # the same on all trays of a segment
@@ -142,6 +161,27 @@ def test_every_rank_of_a_two_supernode_job_sees_its_segments_channel(
     else:  # 24.11: one channel for the job
         assert "--network=unique-channel-per-segment" not in plan
         assert per_sn[0] == per_sn[1], by_sn
+
+
+def test_the_batch_step_has_a_channel_from_25_11(imex_cluster: ImexCluster, tmp_path: Path) -> None:
+    """What each version gives the batch step (snrun never depends on it: its ranks run in the
+    agent's step): 24.11 an empty channel directory, 25.11+ the job's channel."""
+    from slurm_supernode.slurm import jobs
+
+    out = tmp_path / "batch.txt"
+    proc = subprocess.run(
+        ["sbatch", "--parsable", "-N1", "-t", "2", "-o", "/dev/null"],
+        input=f"#!/bin/sh\nls -1 /dev/nvidia-caps-imex-channels > {out} 2>&1\n",
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    info = jobs.wait_for(jobs.parse_job_id(proc.stdout), set(), 120)
+    assert info.state.base == "COMPLETED", info
+    seen = out.read_text().split()
+    if imex_cluster.version >= (25, 11):
+        assert len(seen) == 1 and seen[0].startswith("channel"), seen
+    else:
+        assert seen == [], seen
 
 
 def test_jobs_get_different_channels_until_they_run_out(
