@@ -3,9 +3,9 @@
     from slurm_supernode import progress
     progress.report(tokens=4096, loss=float(loss))   # once per step, after optimizer.step()
 
-Where snrun installed its optimizer-step hook (every rank of a forked-worker job), the call
-only adds the figures to the step the hook records; where no hook runs (spawned workers, a
-script without a torch optimizer) each call is a step. ``checkpoint=True`` marks that a
+Where snrun installed its optimizer-step hook (every rank that imports torch, forked or
+spawned), the call only adds the figures to the step the hook records; where no hook runs (a
+script without a torch optimizer, a rank where snrun cannot be imported) each call is a step. ``checkpoint=True`` marks that a
 checkpoint was just written (its age is shown). Outside an snrun job it does nothing and costs
 a dictionary lookup. Imports nothing but the standard library and snrun's record format.
 """

@@ -20,6 +20,8 @@ from slurm_supernode.runtime.rank_entry import EXITS_ENV
 from slurm_supernode.site.model import Site
 
 RANK_ENTRY = str(Path(__file__).with_name("rank_entry.py"))
+# what a spawned worker runs: the script or -m module, with the step hook once torch is imported
+SPAWN_ENTRY = str(Path(__file__).with_name("spawn_entry.py"))
 
 
 # torchrun's entry: its main(), then an exit without Python's teardown (a torch workaround)
@@ -69,6 +71,8 @@ def _fork_options(env: dict[str, str], inputs: JobInputs, program: list[str]) ->
     """torchrun's options for workers forked from it (``--fork-workers``); ``program[0]``
     becomes absolute."""
     if not inputs.fork_workers:
+        # spawned workers: `python -u SPAWN_ENTRY SCRIPT|-m MODULE ARGS` (runtime/spawn_entry)
+        program.insert(0, SPAWN_ENTRY)
         return []
     # torchrun's --run-path runs the script by runpy in workers forked from torchrun itself
     # (torch already imported there); it wants an absolute path. Unbuffered output, as

@@ -1,10 +1,12 @@
 """Training progress with no change to the user's code: torch's process-wide optimizer-step
 hook (``torch.optim.optimizer.register_optimizer_step_post_hook``), installed in every rank
-before the script runs (``runtime/rank_entry``), records each step (``observe/step_recorder``)
-and opens the rank's profiler window once after warm-up (``runtime/comm_window``).
+(before the script runs in a forked worker, ``runtime/rank_entry``; once the script's own
+``import torch`` finished in a spawned one, ``runtime/spawn_entry``), records each step
+(``observe/step_recorder``) and opens the rank's profiler window once after warm-up
+(``runtime/comm_window``).
 
 torch is never imported here: the hook is installed only where torch is already loaded (a
-forked worker inherits torchrun's). A script that never steps an optimizer runs unchanged and
+forked worker inherits torchrun's; a spawned worker's script imported it). A script that never steps an optimizer runs unchanged and
 writes no step records (its progress is unknown, and the views say so). Where a script steps
 several optimizers, the steps of the first one to step are counted (one per iteration).
 """

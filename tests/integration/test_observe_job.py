@@ -97,3 +97,27 @@ def test_slow_node_named_while_running_then_requeued_without_it(
 
     status = snrun("status", str(job_dir), jobs=tmp_path / "jobs").stdout
     assert f"slow node {SLOW} (sn0): busy" in status
+
+
+def test_spawned_workers_record_their_optimizer_steps(slurm_cluster, tmp_path: Path) -> None:
+    """--no-fork-workers (as -m modules and Ascend sites run): each rank is a fresh interpreter
+    started through runtime/spawn_entry.py, and torch's optimizer-step hook still records one
+    record per step (the script's progress.report only adds its loss) and opens the profiler
+    window, with no change to the script."""
+    _, job_dir = submit(
+        "-N", "2", "--allow-partial", "--nproc-per-node", "1", "--no-fork-workers",
+        "--env-profile", "gloo", "--env", "SNRUN_PROFILE_AFTER=3", "--env", "SNRUN_PROFILE_STEPS=2",
+        str(EXAMPLES / "train_observed.py"), "--seconds", "6",
+        jobs=tmp_path / "jobs",
+    )  # fmt: skip
+    final = wait_final(job_dir, 300)
+    assert final["state"] == "COMPLETED", final
+    plan = json.loads((job_dir / "plan.json").read_text())
+    assert plan["fork_workers"] is False
+    obs = job_dir / "observe" / "0"
+    for rank in (0, 1):
+        steps = [r for r in read(obs / f"rank-{rank}.steps.jsonl") if isinstance(r, StepRecord)]
+        assert len(steps) >= 5 and [s.step for s in steps] == list(range(1, len(steps) + 1))
+        assert all(s.loss is not None and s.busy_s is not None for s in steps[1:])
+        (window,) = [c for c in read(obs / f"rank-{rank}.comm.jsonl") if isinstance(c, CommShare)]
+        assert window.steps == 2 and window.compute_s > 0
