@@ -5,9 +5,10 @@
 
 Where snrun installed its optimizer-step hook (every rank that imports torch, forked or
 spawned), the call only adds the figures to the step the hook records; where no hook runs (a
-script without a torch optimizer, a rank where snrun cannot be imported) each call is a step. ``checkpoint=True`` marks that a
-checkpoint was just written (its age is shown). Outside an snrun job it does nothing and costs
-a dictionary lookup. Imports nothing but the standard library and snrun's record format.
+script without a torch optimizer, a rank where snrun cannot be imported) each call is a step.
+``checkpoint=True`` marks that a checkpoint was just written (its age is shown). Outside an
+snrun job it does nothing and costs a dictionary lookup. Imports nothing but the standard
+library and snrun's record format.
 """
 
 from __future__ import annotations

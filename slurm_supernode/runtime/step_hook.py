@@ -6,9 +6,10 @@ hook (``torch.optim.optimizer.register_optimizer_step_post_hook``), installed in
 (``runtime/comm_window``).
 
 torch is never imported here: the hook is installed only where torch is already loaded (a
-forked worker inherits torchrun's; a spawned worker's script imported it). A script that never steps an optimizer runs unchanged and
-writes no step records (its progress is unknown, and the views say so). Where a script steps
-several optimizers, the steps of the first one to step are counted (one per iteration).
+forked worker inherits torchrun's; a spawned worker's script imported it). A script that never
+steps an optimizer runs unchanged and writes no step records (its progress is unknown, and the
+views say so). Where a script steps several optimizers, the steps of the first one to step are
+counted (one per iteration).
 """
 
 from __future__ import annotations
