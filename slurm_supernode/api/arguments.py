@@ -4,8 +4,9 @@ functions, each an ``InputError`` that names the parameter (``JobSpec.program_ar
 a command-line option. A string where a sequence of strings is meant is refused: iterating it
 would give its characters.
 
-The command line builds its ``JobSpec`` from parsed options, so these checks never fire
-there; they guard what a program hands the API.
+The command line builds its ``JobSpec`` from options its parser typed and bounded (the same
+ranges: ``launch.jobspec.COUNTS``) and plans it through ``planning.plan_parsed``, without these
+checks; they guard what a program hands the API.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from slurm_supernode.errors import InputError
-from slurm_supernode.launch.jobspec import JobSpec
+from slurm_supernode.launch.jobspec import COUNTS, JobSpec
 from slurm_supernode.placement.model import Layout
 
 if TYPE_CHECKING:
@@ -29,13 +30,6 @@ if TYPE_CHECKING:
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _LONGEST_TEXT = 65536  # no option of a job is longer; more is a mistake, not a value
-# fields that count something: (least value, most value)
-_COUNTS = {
-    "supernodes": (1, 100_000),
-    "nodes": (1, 1_000_000),
-    "nproc_per_node": (1, 1024),
-    "max_restarts": (0, 10_000),
-}
 _LAYOUT_COUNTS = ("tp", "cp", "ep", "dp", "pp", "edp", "dp_replicate", "etp")
 MAX_GRID_VALUES = 100_000  # launch/sweep_grid.MAX_TASKS: a dimension longer has too many tasks
 
@@ -214,7 +208,7 @@ def check_spec(spec: object, where: str = "spec") -> JobSpec:
     container = check_container(spec.container, "JobSpec.container")
     if container is not spec.container:
         changed["container"] = container
-    for name, (least, most) in _COUNTS.items():
+    for name, (least, most) in COUNTS.items():
         check_count(getattr(spec, name), least, most, f"JobSpec.{name}")
     check_layout(spec.layout)
     env = changed.get("env", spec.env)

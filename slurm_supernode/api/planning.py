@@ -80,6 +80,17 @@ def plan(spec: JobSpec, *, need_slurm: bool = False) -> JobPlan:
     is refused before Slurm is asked. Otherwise a missing script is ``refusal``, not an error
     (a plan for a script still being written is fine)."""
     from slurm_supernode.api.arguments import check_spec, check_type
+
+    spec = check_spec(spec)
+    check_type(need_slurm, bool, "need_slurm")
+    return plan_parsed(spec, need_slurm=need_slurm)
+
+
+def plan_parsed(spec: JobSpec, *, need_slurm: bool = False) -> JobPlan:
+    """``plan`` of a spec whose fields have their types and ranges already: the command
+    line's, built from options its parser typed and bounded (cli/submit.py; the same ranges,
+    ``launch.jobspec.COUNTS``), or one ``check_spec`` returned. Not a boundary: a program
+    calls ``plan``."""
     from slurm_supernode.launch.directives import directive_notices
     from slurm_supernode.launch.facts import gather_facts
     from slurm_supernode.launch.job import plan_job
@@ -87,8 +98,6 @@ def plan(spec: JobSpec, *, need_slurm: bool = False) -> JobPlan:
     from slurm_supernode.launch.syntax import check_job_values
     from slurm_supernode.site.loader import load_site
 
-    spec = check_spec(spec)
-    check_type(need_slurm, bool, "need_slurm")
     applied, found = with_directives(spec)
     check_job_values(applied)  # a value that can never work fails a dry run too
     refusal = program_refusal(applied)

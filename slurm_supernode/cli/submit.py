@@ -10,11 +10,11 @@ from slurm_supernode.cli.layout_args import add_layout_arguments, layout_from_ar
 from slurm_supernode.cli.options import (
     Renamed,
     add_env_profile_argument,
-    non_negative,
+    int_range,
     positive,
     refuse_if,
 )
-from slurm_supernode.launch.jobspec import JobSpec, parse_env_items
+from slurm_supernode.launch.jobspec import COUNTS, JobSpec, parse_env_items
 
 if TYPE_CHECKING:
     from slurm_supernode.api.planning import JobPlan
@@ -66,16 +66,23 @@ def _placement_arguments(g: argparse._ArgumentGroup) -> None:
     g.add_argument(
         "-S",
         "--supernodes",
-        type=positive,
+        type=int_range(*COUNTS["supernodes"]),
         metavar="N",
         help="whole super nodes (default 1); not sbatch's -S/--core-spec",
     )
     g.add_argument(
-        "-N", "--nodes", type=positive, metavar="N", help="nodes; rounded up to whole super nodes"
+        "-N",
+        "--nodes",
+        type=int_range(*COUNTS["nodes"]),
+        metavar="N",
+        help="nodes; rounded up to whole super nodes",
     )
     g.add_argument("--allow-partial", action="store_true", help="keep -N exactly")
     g.add_argument(
-        "--nproc-per-node", type=positive, metavar="N", help="processes per node (default: devices)"
+        "--nproc-per-node",
+        type=int_range(*COUNTS["nproc_per_node"]),
+        metavar="N",
+        help="processes per node (default: devices)",
     )
     add_layout_arguments(g)
 
@@ -105,7 +112,7 @@ def _snrun_arguments(j: argparse._ArgumentGroup) -> None:
     )
     j.add_argument(
         "--max-restarts",
-        type=non_negative,
+        type=int_range(*COUNTS["max_restarts"]),
         metavar="N",
         help="restarts per failure class (default: the site's `restarts:`, else 3)",
     )
@@ -495,7 +502,7 @@ def _check_input_file(path: str, option: str, *, must_be_path: bool) -> None:
 
 
 def run(ns: argparse.Namespace) -> int:
-    from slurm_supernode.api.planning import plan
+    from slurm_supernode.api.planning import plan_parsed
 
     spec = spec_from_args(ns)
     grid = sweep_grid(ns)  # a bad grid fails before Slurm is asked anything
@@ -503,7 +510,7 @@ def run(ns: argparse.Namespace) -> int:
         from slurm_supernode.cli.sweep_run import run_sweep
 
         return run_sweep(ns, spec, grid)
-    job_plan = plan(spec, need_slurm=not ns.dry_run)
+    job_plan = plan_parsed(spec, need_slurm=not ns.dry_run)
     if job_plan.refusal is not None:  # a dry run of a script still being written is fine
         print(
             f"snrun: warning: {job_plan.refusal} (a submission would be refused)", file=sys.stderr

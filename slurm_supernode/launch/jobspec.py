@@ -15,6 +15,14 @@ if TYPE_CHECKING:  # loaded when a container is asked for: a plan without one sk
 # compiled on first use (re caches them): a job without --env or --time never pays for them
 _ENV_KEY = r"^[A-Za-z_][A-Za-z0-9_]*$"
 _TIME = r"(?i)^(\d+-)?\d+(:\d+){0,2}$|^\d+-\d+$|^(UNLIMITED|INFINITE)$"
+# the ranges of JobSpec's counts, (least, most): the API checks a spec's (api/arguments.py),
+# the command line's options take the same (cli/submit.py)
+COUNTS = {
+    "supernodes": (1, 100_000),
+    "nodes": (1, 1_000_000),
+    "nproc_per_node": (1, 1024),
+    "max_restarts": (0, 10_000),
+}
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,11 @@ SUBMIT = [
     case([*S, "--nproc-per-node", "0", "t.py"], "snrun", "--nproc-per-node: must be >= 1"),
     case([*S, "--max-restarts", "-1", "t.py"], "snrun", "--max-restarts: must be >= 0, got -1"),
     case([*S, "--max-restarts", "x", "t.py"], "snrun", "--max-restarts: must be a whole number"),
+    # the API's ranges (launch.jobspec.COUNTS), named by the options (the CLI skips check_spec)
+    case([*S, "-S", "100001", "t.py"], "snrun", "-S/--supernodes: must be <= 100000"),
+    case([*S, "-N", "1000001", "t.py"], "snrun", "-N/--nodes: must be <= 1000000"),
+    case([*S, "--nproc-per-node", "1025", "t.py"], "snrun", "--nproc-per-node: must be <= 1024"),
+    case([*S, "--max-restarts", "10001", "t.py"], "snrun", "--max-restarts: must be <= 10000"),
     case([*S, "--profile", "debug", "t.py"], "snrun", "--profile: renamed to --env-profile"),
     case([*S, "--block", "a=b.j2", "t.py"], "snrun", "--block: renamed to --template-block"),
     case([*S, "--template-block", "nameonly", "t.py"], "snrun", "--template-block: bad value"),
