@@ -118,7 +118,7 @@ def main_table(replays: list[Replay]) -> str:
             f"| {spread(tput)} ({100 * statistics.mean(tput) / GPUS:.0f}%) "
             f"| {spread(rel, '{:+.0f}%') if rel else '-'} "
             f"| {spread([r.busy['alloc_gpu_h_per_h'] for r in rs])} "
-            f"| {spread([w['bsld_mean'] for w in waits], '{:.1f}')} "
+            f"| {'>=' if cens else ''}{spread([w['bsld_mean'] for w in waits], '{:.1f}')} "
             f"| {p95} | {aligned} |"
         )
     return "\n".join(lines) + "\n"

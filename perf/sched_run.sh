@@ -17,7 +17,7 @@
 # first benchmark's fixed mix instead: SCHED_JOBS jobs (200) spread at SCHED_LOAD.
 # The clusters' scheduler: sched/backfill with bf_interval=1,sched_interval=2 (the
 # minicluster's slurm.conf: Slurm's default bf_interval of 30 s is long for jobs of seconds),
-# as `scontrol show config` reports it into every summary.
+# as `scontrol show config` reports it into every summary; SCHED_PARAMETERS=... replaces them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MC=contrib/minicluster/minicluster
@@ -45,6 +45,10 @@ replay() {  # replay SLURM TOPOLOGY LUA MODE...
     eval "$(bash $MC env --slurm "$v" | sed -n "s/^\(SLURM_CONF\|CLIENTS\|NAMESPACED\)=/export \1=/p")"
     [ "$NAMESPACED" = 1 ] && export PATH=$CLIENTS:$PATH
     etc=$(dirname "$SLURM_CONF")
+    if [ -n "${SCHED_PARAMETERS:-}" ]; then  # another SchedulerParameters for this cluster
+      sed -i "s/^SchedulerParameters=.*/SchedulerParameters=$SCHED_PARAMETERS/" "$SLURM_CONF"
+      scontrol reconfigure
+    fi
     plugin() {  # plugin SITE: job_submit.lua from SITE (written atomically; slurmctld reloads it)
       python3 -m slurm_supernode site export "$1" --format job-submit-lua -o "$etc/job_submit.lua"
     }
