@@ -279,7 +279,8 @@ def test_a_forked_rank_that_ends_well_leaves_its_mark(tmp_path: Path, body: str,
     script = tmp_path / "train.py"
     script.write_text(body + "\n")
     exits = tmp_path / "rank-exits"
-    env = dict(os.environ, SNRUN_RANK_EXITS=str(exits), RANK="5", LOCAL_RANK="1")
+    root = str(Path(__file__).resolve().parents[2])  # this checkout's snrun, not an install's
+    env = dict(os.environ, SNRUN_RANK_EXITS=str(exits), RANK="5", LOCAL_RANK="1", PYTHONPATH=root)
     env.pop("SNRUN_JOB_DIR", None)
     proc = subprocess.Popen(
         [sys.executable, RANK_ENTRY, str(script)], env=env, stderr=subprocess.PIPE
