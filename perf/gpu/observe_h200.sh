@@ -11,7 +11,9 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 OUT=${OUT:-perf/out}
 mkdir -p "$OUT"
 { nvidia-smi; python3 -c 'import torch, pynvml; print("torch", torch.__version__, "nvml", pynvml.__file__)'; } >"$OUT/machine.txt" 2>&1
-timeout 400 python3 perf/bench_observe.py --device cuda --steps 200 --repeats 3 >"$OUT/bench_observe_cuda.txt" 2>&1
+# (the H200 figures in perf/results/observe-h200 came from the earlier one-process-per-case
+# design, --steps 200 --repeats 3; the interleaved design takes rounds of blocks instead)
+timeout 400 python3 perf/bench_observe.py --device cuda --rounds 10 --block 60 >"$OUT/bench_observe_cuda.txt" 2>&1
 echo "bench rc=$?" >>"$OUT/runs.log"
 job=$(mktemp -d)
 cat >"$job/train.py" <<'PY'

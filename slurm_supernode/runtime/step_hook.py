@@ -21,6 +21,8 @@ from typing import Any
 
 from slurm_supernode.observe import step_recorder
 
+_handles: list[Any] = []  # torch's handles of the hooks this process installed
+
 
 def install(environ: Mapping[str, str] | None = None) -> bool:
     """Install the hook for this rank; False where there is nothing to record to or no torch
@@ -47,9 +49,19 @@ def install(environ: Mapping[str, str] | None = None) -> bool:
         if window is not None:
             window.after_step(record.step)
 
-    register_optimizer_step_post_hook(after_step)
+    _handles.append(register_optimizer_step_post_hook(after_step))
     recorder.hooked = True
     return True
+
+
+def uninstall() -> None:
+    """Take the hook out again (torch's handle): steps are no longer recorded. For a benchmark
+    that compares steps with and without it in one process (perf/bench_observe.py)."""
+    while _handles:
+        _handles.pop().remove()
+    recorder = step_recorder.current()
+    if recorder is not None:
+        recorder.hooked = False
 
 
 def finish() -> None:

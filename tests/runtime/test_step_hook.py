@@ -4,6 +4,7 @@ script without an optimizer, which runs unchanged and records nothing."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -70,9 +71,9 @@ def test_hook_records_every_step_of_the_first_optimizer(tmp_path):
     assert records[0].loss is None and records[1].loss is not None
 
 
-def test_spawned_worker_reports_steps_itself(tmp_path):
-    """No torch loaded when the rank starts (a spawned worker): no hook, so each
-    progress.report is a step."""
+def test_without_a_hook_each_report_is_a_step(tmp_path):
+    """No torch loaded when rank_entry installs the hook: no hook, so each progress.report is a
+    step (spawned workers get the hook through runtime/spawn_entry.py: test_spawn_entry)."""
     _, records = _run_rank(tmp_path, TRAIN, preload_torch=False)
     assert [r.step for r in records] == [1, 2, 3, 4, 5]
     assert [r.tokens for r in records] == [100, 101, 102, 103, 104]
@@ -99,3 +100,28 @@ def test_progress_outside_snrun_is_a_no_op(tmp_path):
     )
     assert out.stdout.strip() == "[]"  # nothing heavy imported, nothing written
     assert list(tmp_path.iterdir()) == []
+
+
+UNINSTALL = """
+import torch
+from slurm_supernode.runtime import step_hook
+p = torch.zeros(1, requires_grad=True); p.grad = torch.zeros(1)
+opt = torch.optim.SGD([p], lr=0.0)
+assert step_hook.install()
+opt.step(); opt.step()
+step_hook.uninstall()
+opt.step()
+assert step_hook.install()
+opt.step()
+step_hook.finish()
+"""
+
+
+def test_uninstall_stops_recording_and_install_resumes(tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(ROOT), SNRUN_JOB_DIR=str(tmp_path), SNRUN_NODE="n",
+               RANK="0", SNRUN_ATTEMPT="0", SNRUN_PROFILE_STEPS="0")  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", UNINSTALL], env=env, capture_output=True, text=True,
+                         timeout=300)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    lines = (tmp_path / "observe" / "0" / "rank-0.steps.jsonl").read_text().splitlines()
+    assert [json.loads(x)["step"] for x in lines] == [1, 2, 3]  # the step without it: none
