@@ -32,6 +32,9 @@ def _user() -> str:
         return str(os.getuid())
 
 
+FINISH_S = 30.0  # the most the agent's end waits for the publisher's last write and removal
+
+
 def start_publishing(
     directory: str,
     job_dir: Path,
@@ -58,17 +61,20 @@ def start_publishing(
                 why = push_summary(gateway, summary, node)
                 say("push", why and f"{why}; its series are missing there, the job goes on")
             stop.wait(period)
+        # removed by this thread, after its last write: a write still under way when the
+        # agent stops it can never come after the removal (and leave a finished job's series)
+        if where:
+            unpublish_node(where, ctx.job_id, node)
+        if gateway:
+            say("delete", unpush_node(gateway, ctx.job_id, node))
 
     thread = threading.Thread(target=loop, name="snrun-prom-publish", daemon=True)
     thread.start()
 
     def finish() -> None:
         stop.set()
-        thread.join(timeout=max(period, 5.0))
-        if where:
-            unpublish_node(where, ctx.job_id, node)
-        if gateway:
-            say("delete", unpush_node(gateway, ctx.job_id, node))
+        # a summary and at most a push and a delete, each bounded by prom_push.TIMEOUT_S
+        thread.join(timeout=max(period, FINISH_S))
 
     return finish
 

@@ -141,3 +141,34 @@ def _wait(pred, timeout=60.0):
             return True
         time.sleep(0.05)
     return False
+
+
+def test_a_push_under_way_at_the_end_never_comes_after_the_delete(tmp_path, monkeypatch):
+    """The agent stops the publisher while a slow push is still under way (and stops waiting
+    for it): the group is deleted after that push, never before it (which left a finished
+    job's series on the gateway for good)."""
+    import threading
+
+    from slurm_supernode.runtime import prom_node
+
+    job_dir = tmp_path / "job"
+    write_attempt(job_dir)
+    pushing, pushed = threading.Event(), threading.Event()
+    real_push = prom_node.push_summary
+
+    def slow_push(gateway, summary, node):
+        pushing.set()
+        time.sleep(1.0)  # a gateway slow to answer, on a loaded node
+        why = real_push(gateway, summary, node)
+        pushed.set()
+        return why
+
+    monkeypatch.setattr(prom_node, "push_summary", slow_push)
+    monkeypatch.setattr(prom_node, "FINISH_S", 0.01)
+    with pushgateway(tmp_path) as url:
+        ctx = node_context(79, 0, SLOW, "sn1")
+        finish = start_publishing("", job_dir, ctx, SLOW, _ranks(SLOW), period=0.01, gateway=url)
+        assert pushing.wait(60)
+        finish()  # returns at once: the push is still under way
+        assert pushed.wait(60)  # the push landed; the delete must follow it
+        assert _wait(lambda: "snrun_node_slow" not in scrape(url))
