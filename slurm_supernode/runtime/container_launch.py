@@ -22,6 +22,7 @@ from slurm_supernode.launch.container_render import (
     passed_env,
     pyxis_options,
 )
+from slurm_supernode.runtime.apptainer_dev import apptainer_binds, node_mount_dev
 from slurm_supernode.runtime.imex_probe import channel_devices as step_channel_devices
 from slurm_supernode.site.containers import Mount
 from slurm_supernode.site.imex import CHANNEL_DIR
@@ -48,11 +49,13 @@ def plan_container_launch(
     exists: Callable[[str], bool] = os.path.exists,
     channel_devices: Callable[[], list[tuple[str, int, int]]] = step_channel_devices,
     torchrun: bool = True,
+    mount_dev: Callable[[], str] = node_mount_dev,
 ) -> ContainerLaunch:
     """``torchrun_argv`` is the bare-metal one (``PYTHON -m torch.distributed.run ...``): its
     python is replaced by the image's. ``names``: variables to pass besides snrun's own (the
     site's and the user's env); ``image_config``: the OCI image's config.json; ``torchrun``:
-    the command is torchrun's entry, which marks the start itself (else the enter script)."""
+    the command is torchrun's entry, which marks the start itself (else the enter script);
+    ``mount_dev``: this node's Apptainer ``mount dev`` setting (runtime/apptainer_dev.py)."""
     if extra_mounts:
         spec = dataclasses.replace(spec, mounts=(*spec.mounts, *extra_mounts))
     mounts = node_mounts(spec, exists)
@@ -78,8 +81,9 @@ def plan_container_launch(
         points = oci_mount_points(image_config or {}, spec, mounts, home)
         rootfs = (f"{base}/rootfs",) if spec.oci_rootfs_in_bundle else ()  # 22.05's root
         return ContainerLaunch(argv, True, files, (*rootfs, *inside), shown, started, points)
+    mounts = apptainer_binds(mounts, spec.options, mount_dev())  # /dev paths: see there
     argv = [*apptainer_prefix(spec, mounts, vendor), *inner]
-    return ContainerLaunch(argv, False, files, inside, shown, started)
+    return ContainerLaunch(argv, False, files, inside, tuple(m.spec() for m in mounts), started)
 
 
 def oci_imex_devices(

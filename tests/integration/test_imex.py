@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,7 +24,7 @@ import pytest
 
 from slurm_supernode.hostlist import expand
 from tests.integration.helpers import ledger, snrun, submit, wait_final, wait_for
-from tests.slurm_cluster import MINICLUSTER, SlurmCluster
+from tests.slurm_cluster import MINICLUSTER, SlurmCluster, container_runtimes
 
 pytestmark = pytest.mark.slurm
 
@@ -101,7 +102,9 @@ def imex_cluster(slurm_cluster: SlurmCluster) -> Iterator[ImexCluster]:
     if not slurm_cluster.namespaced:  # 25.11 on the host's network: ports of its own
         env |= {"SNRUN_MC_CTLD_PORT": "6847", "SNRUN_MC_SLURMD_PORT": "17400"}
     which = ["--slurm", slurm_cluster.slurm]
-    up = _mc(env, "up", *which, "--topology", "block", f"--imex={CHANNELS}")
+    runtimes = container_runtimes()  # the session's (none on 25.11): one container job each
+    boxes = ["--containers=" + ",".join(runtimes)] if runtimes else []
+    up = _mc(env, "up", *which, "--topology", "block", f"--imex={CHANNELS}", *boxes)
     if up.returncode != 0:
         pytest.fail(f"minicluster up --imex failed: {up.stderr.strip()}", pytrace=False)
     cluster_env = dict(
@@ -110,7 +113,7 @@ def imex_cluster(slurm_cluster: SlurmCluster) -> Iterator[ImexCluster]:
     old = os.environ.get("SLURM_CONF")
     os.environ["SLURM_CONF"] = cluster_env["SLURM_CONF"]
     try:
-        yield ImexCluster(state, env, slurm_cluster.version)
+        yield ImexCluster(state, env, slurm_cluster.version, tuple(runtimes))
     finally:
         if old is None:
             os.environ.pop("SLURM_CONF", None)
@@ -255,3 +258,68 @@ def test_a_tray_whose_imex_domain_is_down_is_excluded(
     starts = [r for r in ledger(job_dir) if r["event"] == "attempt_start"]
     assert bad not in expand(starts[-1]["nodes"]), starts  # requeued without the tray
     assert len(ranks(job_dir, starts[-1]["attempt"])) == 16
+
+
+IMAGE = Path(os.environ.get("SNRUN_MC_CACHE", "/var/cache/snrun-minicluster"), "images", "oci-test")
+
+
+@pytest.fixture(scope="module")
+def images(imex_cluster: ImexCluster) -> dict[str, Path]:
+    """The container tests' image (build-image, cached) for each runtime the cluster has."""
+    extra = {"pyxis": "--squashfs", "apptainer": "--sif"}
+    flags = [extra[r] for r in imex_cluster.runtimes if r in extra]
+    built = subprocess.run(
+        ["bash", str(MINICLUSTER.parent / "build-image"), str(IMAGE), *flags],
+        capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert built.returncode == 0, built.stderr
+    return {
+        "oci": IMAGE,
+        "pyxis": IMAGE.with_suffix(".sqsh"),
+        "apptainer": IMAGE.with_suffix(".sif"),
+    }
+
+
+@pytest.mark.parametrize("runtime", ["pyxis", "oci", "apptainer"])
+def test_every_rank_sees_its_segments_channel_inside_the_container(
+    imex_cluster: ImexCluster, images: dict[str, Path], runtime: str, tmp_path: Path
+) -> None:
+    """The same 2-super-node job with its ranks in the image (one per tray, lean): each rank
+    sees the channel of its segment from inside (the image's marker file proves inside), and
+    NVIDIA_IMEX_CHANNELS names it. What the runtime needs to pass the device in is snrun's
+    (container mounts for pyxis and Apptainer, device entries of the OCI bundle)."""
+    if runtime not in imex_cluster.runtimes:
+        pytest.skip(f"the test session boots Slurm {imex_cluster.version} without {runtime}")
+    site = tmp_path / "site.yaml"
+    prefix = Path(sys.prefix).resolve()
+    text = imex_cluster.site.read_text() + (
+        "containers:\n"
+        f"  runtime: {runtime}\n"
+        f"  python: {Path(sys.executable).resolve()}\n"
+        f"  mounts: ['{prefix}:{prefix}:ro']\n"
+    )
+    if runtime == "apptainer":  # root lacks CAP_SYS_RESOURCE in this VM: a user namespace
+        text += "  options: [--userns]\n"
+    site.write_text(text)
+    script = tmp_path / "rank.py"
+    script.write_text(RANK)
+    _, job_dir = submit(
+        "--site", str(site), "--nproc-per-node", "1", "-t", "5", "-S", "2",
+        "--container-image", str(images[runtime]), str(script), jobs=tmp_path / "jobs",
+    )  # fmt: skip
+    final = wait_final(job_dir)
+    assert final["state"] == "COMPLETED", (final, ledger(job_dir))
+    seen = ranks(job_dir)
+    assert len(seen) == 8, seen  # 8 trays x 1 rank
+    by_sn: dict[str, set[str]] = {}
+    for r in seen:
+        assert r["image"], r  # inside the container
+        assert r["channels"] is not None and len(r["channels"]) == 1, r
+        assert r["dev"] == [True, 511, int(r["channels"][0].removeprefix("channel"))], r
+        # openable but for the driver: ENXIO here (no NVIDIA driver behind major 511), not
+        # EACCES (a nodev mount) or EPERM (a device rule): on a GPU node it opens
+        assert r["opened"] in ("ENXIO", "ok"), r
+        assert r["env"] == r["channels"][0].removeprefix("channel"), r
+        by_sn.setdefault("sn0" if int(r["node"][1:]) < 4 else "sn1", set()).add(r["channels"][0])
+    assert all(len(v) == 1 for v in by_sn.values()), by_sn  # one channel per segment's trays
+    assert (by_sn["sn0"] != by_sn["sn1"]) == imex_cluster.per_segment, by_sn

@@ -425,6 +425,7 @@ def launch_for(spec: ContainerSpec, tmp_path: Path, exists=lambda _p: False):
         vendor="nvidia",
         image_config={"root": {"path": "rootfs"}},
         exists=exists,
+        mount_dev=lambda: "minimal",  # Apptainer's staged /dev: it takes /dev binds as given
     )
 
 

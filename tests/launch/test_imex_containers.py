@@ -35,7 +35,7 @@ def spec(runtime: str, tmp_path: Path) -> ContainerSpec:
     )
 
 
-def launch(runtime: str, tmp_path: Path, has_channel: bool = True):
+def launch(runtime: str, tmp_path: Path, has_channel: bool = True, mount_dev: str = "yes"):
     return plan_container_launch(
         spec(runtime, tmp_path),
         ["/host/python", "-m", "torch.distributed.run", "train.py"],
@@ -50,14 +50,16 @@ def launch(runtime: str, tmp_path: Path, has_channel: bool = True):
         image_config=IMAGE_CONFIG,
         exists=lambda p: has_channel and p == CHANNEL_DIR,
         channel_devices=lambda: DEVICES if has_channel else [],
+        mount_dev=lambda: mount_dev,
     )
 
 
-def test_pyxis_and_apptainer_bind_the_channel_directory(tmp_path):
+def test_pyxis_and_a_staged_apptainer_dev_bind_the_channel_directory(tmp_path):
     pyxis = launch("pyxis", tmp_path)
     mounts = next(a for a in pyxis.argv if a.startswith("--container-mounts="))
     assert f"{CHANNEL_DIR}:{CHANNEL_DIR}" in mounts and "/dev/infiniband" not in mounts
-    apptainer = launch("apptainer", tmp_path)
+    # Apptainer with a staged /dev (apptainer.conf mount dev = minimal): the bind brings it in
+    apptainer = launch("apptainer", tmp_path, mount_dev="minimal")
     bind = apptainer.argv[apptainer.argv.index("--bind") + 1]
     assert f"{CHANNEL_DIR}:{CHANNEL_DIR}" in bind.split(",") and "--nv" in apptainer.argv
     # the variable libnvidia-container's hooks (enroot, the NVIDIA toolkit) read goes in too
@@ -84,3 +86,12 @@ def test_a_node_without_the_directory_gets_nothing_added(tmp_path):
     assert "devices" not in config["linux"]
     pyxis = launch("pyxis", tmp_path, has_channel=False)
     assert not any(CHANNEL_DIR in a for a in pyxis.argv)
+
+
+def test_apptainer_with_the_hosts_dev_gets_no_dev_bind(tmp_path):
+    """mount dev = yes (the default): the host's /dev comes in with the step's channel
+    directory; a --bind of it would be nodev (EACCES on open): not passed."""
+    apptainer = launch("apptainer", tmp_path)
+    bind = apptainer.argv[apptainer.argv.index("--bind") + 1]
+    assert CHANNEL_DIR not in bind and str(tmp_path) in bind
+    assert not any(CHANNEL_DIR in m for m in apptainer.mounts)
