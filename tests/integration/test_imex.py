@@ -280,7 +280,7 @@ def images(imex_cluster: ImexCluster) -> dict[str, Path]:
     }
 
 
-@pytest.mark.parametrize("runtime", ["pyxis", "oci", "apptainer"])
+@pytest.mark.parametrize("runtime", ["pyxis", "oci", "apptainer", "apptainer --contain"])
 def test_every_rank_sees_its_segments_channel_inside_the_container(
     imex_cluster: ImexCluster, images: dict[str, Path], runtime: str, tmp_path: Path
 ) -> None:
@@ -288,6 +288,7 @@ def test_every_rank_sees_its_segments_channel_inside_the_container(
     sees the channel of its segment from inside (the image's marker file proves inside), and
     NVIDIA_IMEX_CHANNELS names it. What the runtime needs to pass the device in is snrun's
     (container mounts for pyxis and Apptainer, device entries of the OCI bundle)."""
+    runtime, _, contain = runtime.partition(" ")  # Apptainer with a staged /dev: binds it
     if runtime not in imex_cluster.runtimes:
         pytest.skip(f"the test session boots Slurm {imex_cluster.version} without {runtime}")
     site = tmp_path / "site.yaml"
@@ -299,7 +300,7 @@ def test_every_rank_sees_its_segments_channel_inside_the_container(
         f"  mounts: ['{prefix}:{prefix}:ro']\n"
     )
     if runtime == "apptainer":  # root lacks CAP_SYS_RESOURCE in this VM: a user namespace
-        text += "  options: [--userns]\n"
+        text += f"  options: [--userns{', ' + contain if contain else ''}]\n"
     site.write_text(text)
     script = tmp_path / "rank.py"
     script.write_text(RANK)
