@@ -14,6 +14,7 @@ from slurm_supernode.runtime.prom_node import node_context, start_publishing
 from slurm_supernode.site.loader import parse_site
 from tests.observe.attempt_fixture import NODES, SLOW, SUPERNODE, T0, write_attempt
 from tests.observe.pushgateway_fixture import free_port, pushgateway, scrape
+from tests.waiting import wait_until
 
 LOCAL = (Path(__file__).resolve().parents[2] / "site-configs" / "local.yaml").read_text()
 
@@ -73,7 +74,7 @@ def test_the_agents_publisher_pushes_each_period_and_deletes_at_the_end(tmp_path
     with pushgateway(tmp_path) as url:
         ctx = node_context(77, 0, SLOW, "sn1")
         finish = start_publishing("", job_dir, ctx, SLOW, _ranks(SLOW), period=0.2, gateway=url)
-        assert _wait(lambda: "snrun_node_slow" in scrape(url))
+        assert wait_until(lambda: "snrun_node_slow" in scrape(url))
         got = scrape(url)
         assert {s.labels["rank"] for s in got["snrun_rank_last_step"]} == {"6", "7"}
         finish()
@@ -91,14 +92,16 @@ def test_a_gateway_that_is_down_is_said_once_and_the_textfile_goes_on(tmp_path, 
         str(prom), job_dir, ctx, SLOW, _ranks(SLOW), period=0.1, gateway=f"http://127.0.0.1:{port}"
     )
     said = []
-    assert _wait(lambda: said.append(capfd.readouterr().err) or "not pushed" in "".join(said))
+    assert wait_until(lambda: said.append(capfd.readouterr().err) or "not pushed" in "".join(said))
     assert (prom / f"snrun-78-{SLOW}.prom").exists()  # the textfile is written all the same
     text = "".join(said)
     assert f"snrun agent on {SLOW}: not pushed to the Pushgateway http://127.0.0.1:{port}" in text
     assert "its series are missing there, the job goes on" in text
     with pushgateway(tmp_path, port) as url:  # it comes up: pushed, and said once
-        assert _wait(lambda: "snrun_node_slow" in scrape(url))
-        assert _wait(lambda: said.append(capfd.readouterr().err) or "working again" in said[-1])
+        assert wait_until(lambda: "snrun_node_slow" in scrape(url))
+        assert wait_until(
+            lambda: said.append(capfd.readouterr().err) or "working again" in said[-1]
+        )
         finish()
     text = "".join(said) + capfd.readouterr().err
     assert text.count("not pushed") == 1 and text.count("push: working again") == 1
@@ -134,15 +137,6 @@ def test_the_site_key():
         ], bad
 
 
-def _wait(pred, timeout=60.0):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if pred():
-            return True
-        time.sleep(0.05)
-    return False
-
-
 def test_a_push_under_way_at_the_end_never_comes_after_the_delete(tmp_path, monkeypatch):
     """The agent stops the publisher while a slow push is still under way (and stops waiting
     for it): the group is deleted after that push, never before it (which left a finished
@@ -171,4 +165,4 @@ def test_a_push_under_way_at_the_end_never_comes_after_the_delete(tmp_path, monk
         assert pushing.wait(60)
         finish()  # returns at once: the push is still under way
         assert pushed.wait(60)  # the push landed; the delete must follow it
-        assert _wait(lambda: "snrun_node_slow" not in scrape(url))
+        assert wait_until(lambda: "snrun_node_slow" not in scrape(url))

@@ -7,15 +7,7 @@ import time
 
 from slurm_supernode.runtime.prom_node import node_context, start_publishing
 from tests.observe.attempt_fixture import SLOW, write_attempt
-
-
-def wait_until(pred, timeout=30.0):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if pred():
-            return True
-        time.sleep(0.05)
-    return False
+from tests.waiting import wait_until
 
 
 def test_published_then_removed(tmp_path):
