@@ -1,7 +1,8 @@
 """The communication share measured in the job: every rank runs torch's profiler for a few
 optimizer steps once per attempt after warm-up (``SNRUN_PROFILE_AFTER``, default the site's
 ``observe.profile_after``; ``SNRUN_PROFILE_STEPS`` of them, 0: never), and again when asked
-(``request_window``: a file the ranks look for every few seconds). The trace is kept for
+(``request_window``: a file the ranks look for every few seconds, naming the step after which
+all of them open it). The trace is kept for
 Perfetto/TensorBoard (``observe/<attempt>/traces/``), reduced (``observe/trace_reduce``) and
 written as a ``CommShare`` record with the plan's share beside it (``runtime/plan_share``: once
 per window, with the site's newest bench results read then) and what it was computed with.
@@ -30,12 +31,13 @@ REQUEST = "profile-request.json"
 LOOK_EVERY = 5.0  # seconds between looks for a request
 
 
-def request_window(job_dir: Path, attempt: int, steps: int) -> Path:
-    """Ask every rank of ``attempt`` for a window of ``steps`` steps (from its next step)."""
+def request_window(job_dir: Path, attempt: int, steps: int, after_step: int | None) -> Path:
+    """Ask every rank of ``attempt`` for a window of ``steps`` steps: those after
+    ``after_step`` (a rank already past it, or None: from its next step)."""
     from slurm_supernode.fsutil import write_json_atomic
 
     path = attempt_dir(job_dir, attempt) / REQUEST
-    write_json_atomic(path, {"steps": steps, "t": time.time()})
+    write_json_atomic(path, {"steps": steps, "t": time.time(), "after_step": after_step})
     return path
 
 
@@ -91,11 +93,12 @@ class CommWindow:
         try:
             data = json.loads(path.read_text())
             asked, steps = float(data["t"]), int(data["steps"])
-        except (OSError, ValueError, KeyError, TypeError):
+            after = int(data.get("after_step") or 0)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return
         if asked > self._handled and steps > 0:
             self._handled = asked
-            self._length, self._next = steps, step
+            self._length, self._next = steps, max(step, after)
 
     def _open(self, step: int) -> None:
         from torch.profiler import ProfilerActivity, profile

@@ -95,3 +95,74 @@ def test_a_rank_profiles_the_requested_window_once(tmp_path, monkeypatch):
     assert len(records) == 1 and records[0].steps == 2
     assert (d / records[0].trace).is_file()
     assert (d / records[0].trace).parent == attempt_dir(d, 1) / "traces"
+
+
+def write_steps(d: Path, attempt: int, rank: int, last: int, t_last: float, step_s: float):
+    from slurm_supernode.observe.records import StepRecord, append, steps_path
+
+    append(
+        steps_path(d, attempt, rank),
+        [
+            StepRecord(t=t_last - (last - s) * step_s, rank=rank, node="n0", step=s, seconds=step_s)
+            for s in range(max(1, last - 30), last + 1)
+        ],
+    )
+
+
+def test_every_rank_is_asked_for_the_same_steps_ahead_of_all(tmp_path):
+    import time
+
+    d = running_job(tmp_path)
+    now = time.time()
+    write_steps(d, 1, 0, 400, now - 1.0, 0.1)  # 10 steps a second
+    write_steps(d, 1, 1, 390, now - 1.5, 0.1)  # a rank whose records are further behind
+    req = request_profile(d, steps=2)
+    asked = json.loads(req.path.read_text())["after_step"]
+    assert asked == req.after_step
+    # the furthest rank (400) plus what its lag and two 5 s looks cover at 0.1 s a step
+    assert 400 + (1.0 + 2.0 + 10.0) / 0.1 <= asked <= 400 + (2.0 + 2.0 + 10.0) / 0.1 + 2
+
+
+def test_without_step_records_each_rank_starts_at_its_next_step(tmp_path):
+    d = running_job(tmp_path)
+    req = request_profile(d, steps=2)
+    assert req.after_step is None and json.loads(req.path.read_text())["after_step"] is None
+
+
+def test_ranks_that_look_at_different_steps_profile_the_same_ones(tmp_path, monkeypatch):
+    torch = pytest.importorskip("torch")
+    from slurm_supernode.runtime import comm_window
+
+    monkeypatch.setattr(comm_window, "LOOK_EVERY", 0.0)
+    d = running_job(tmp_path)
+    comm_window.request_window(d, 1, 2, 20)
+    windows = [
+        comm_window.CommWindow(d, 1, rank, "n0", after=0, steps=0, environ={}) for rank in (0, 1)
+    ]
+    x = torch.ones(32, 32)
+    opened: dict[int, int] = {}
+    # one rank after the other (torch's profiler is one per process, as each rank is its own)
+    for rank, first_look in ((0, 1), (1, 12)):  # rank 1 first looks later: a slower node
+        for step in range(first_look, 30):
+            x = x @ x / 32
+            windows[rank].after_step(step)
+            if windows[rank]._prof is not None:
+                opened.setdefault(rank, windows[rank]._opened_at)
+    assert opened == {0: 20, 1: 20}
+    for rank in (0, 1):
+        (rec,) = [r for r in read(comm_path(d, 1, rank)) if isinstance(r, CommShare)]
+        assert rec.steps == 2
+
+
+def test_a_rank_already_past_the_step_starts_at_once(tmp_path, monkeypatch):
+    pytest.importorskip("torch")
+    from slurm_supernode.runtime import comm_window
+
+    monkeypatch.setattr(comm_window, "LOOK_EVERY", 0.0)
+    d = running_job(tmp_path)
+    comm_window.request_window(d, 1, 1, 5)
+    window = comm_window.CommWindow(d, 1, 0, "n0", after=0, steps=0, environ={})
+    window.after_step(9)
+    assert window._prof is not None and window._opened_at == 9
+    window.after_step(10)
+    assert [r.steps for r in read(comm_path(d, 1, 0)) if isinstance(r, CommShare)] == [1]
