@@ -30,6 +30,7 @@ if [ "${BENCH_CLUSTER_ONLY:-0}" != 1 ]; then
   echo; echo "== plan: rank map for 10k and 100k GPUs";    python3 perf/bench_plan.py
   echo; echo "== launch: dry run";                          python3 perf/bench_launch.py --runs 10 --dry-only --instructions
   echo; echo "== observe: what watching a job costs a step"; python3 perf/bench_observe.py --rounds 20 --block 40
+  echo; echo "== observe: the HTML report of a long attempt"; python3 perf/bench_report.py --ranks 16 --steps 5000 50000
 fi
 if [[ $PARTS == *" build "* ]]; then
   echo; echo "== the test clusters' one-off builds, from nothing"

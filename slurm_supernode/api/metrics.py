@@ -120,8 +120,11 @@ def job_report(
     _check_attempt(attempt)
     window = DEFAULT_WINDOW if window is None else window
     _check_window(window)
+    from slurm_supernode.observe.over_time import attempt_over_time
+
     job_dir = job_dir_of(job, jobs_dir=jobs_dir, site=site)
-    return render_report(*attempt_metrics(job_dir, attempt, window, whole=True))
+    summary, _ = attempt_metrics(job_dir, attempt, window)
+    return render_report(summary, attempt_over_time(job_dir, summary.attempt))
 
 
 def attempt_metrics(
@@ -129,11 +132,9 @@ def attempt_metrics(
     attempt: int | None,
     window: int,
     now: float | None = None,
-    *,
-    whole: bool = False,
 ) -> tuple[AttemptSummary, AttemptRecords]:
-    """The summary and the records it came from: the newest of each file, or with ``whole``
-    every record (the report plots the attempt over time)."""
+    """The summary and the records it came from: the newest of each file (the report reads
+    the whole attempt through ``observe/over_time``)."""
     if not isinstance(job_dir, Path):
         raise InputError(f"job_dir must be a Path, got {type(job_dir).__name__}", where="job_dir")
     _check_attempt(attempt)
@@ -144,7 +145,7 @@ def attempt_metrics(
     from slurm_supernode.observe.summary import summarize
 
     ctx = job_context(job_dir, attempt)
-    tail = None if whole else max(LIVE_TAIL_BYTES, window << 10)
+    tail = max(LIVE_TAIL_BYTES, window << 10)
     records = load_attempt(job_dir, ctx.attempt, tail_bytes=tail)
     return summarize(records, ctx, time.time() if now is None else now, window), records
 

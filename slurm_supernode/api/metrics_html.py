@@ -1,10 +1,11 @@
 """A job's HTML report: step time per node over time, device utilization and power, the
-communication share against the plan, and the summary's tables. Self-contained (inline SVG
+communication share against the plan (``observe/over_time``: reduced while read, so a week's
+records plot in bounded memory), and the summary's tables. Self-contained (inline SVG
 and CSS, no scripts), built with the bench report's charts (bench/html.py: ``line_chart``, its
 style and palette), so there is one way of drawing in the project and no plotting dependency.
 
-Pure: the summary and the records in, the page out. It lives in api/ because the charts are
-bench's (above observe/ in the layers).
+Pure: the summary and the figures over time in, the page out. It lives in api/ because the
+charts are bench's (above observe/ in the layers).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import html
 import statistics
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping
 
 from slurm_supernode.bench.html import _STYLE as BENCH_STYLE
 from slurm_supernode.bench.html import PALETTE, Series, line_chart
@@ -25,120 +26,54 @@ from slurm_supernode.observe.metrics_text import (
     share,
     size,
 )
-from slurm_supernode.observe.records import DeviceSample, StepRecord
-from slurm_supernode.observe.summary import AttemptRecords, AttemptSummary
+from slurm_supernode.observe.over_time import OverTime, Points
+from slurm_supernode.observe.summary import AttemptSummary
 
-MAX_POINTS = 240  # per series: longer series are reduced to bucket medians
 _STYLE = BENCH_STYLE + "tr.slow td { background: #fdd; } tr.stale td { color: #999; }\n"
 
 
-def _buckets(points: Sequence[tuple[float, float]]) -> tuple[tuple[float, float], ...]:
-    """At most MAX_POINTS points: the median of each equal time slice."""
-    pts = sorted(points)
-    if len(pts) <= MAX_POINTS:
-        return tuple(pts)
-    t0, t1 = pts[0][0], pts[-1][0]
-    width = (t1 - t0) / MAX_POINTS or 1.0
-    slices: dict[int, list[tuple[float, float]]] = {}
-    for t, v in pts:
-        slices.setdefault(min(int((t - t0) / width), MAX_POINTS - 1), []).append((t, v))
-    return tuple(
-        (statistics.median(t for t, _ in s), statistics.median(v for _, v in s))
-        for _, s in sorted(slices.items())
-    )
-
-
-def _series_by_node(
-    summary: AttemptSummary, points: dict[str, list[tuple[float, float]]], t0: float
-) -> list[Series]:
-    out = []
-    for i, node in enumerate(n.node for n in summary.nodes):
-        pts = points.get(node)
-        if pts:
-            rel = [((t - t0) / 60, v) for t, v in pts]
-            out.append(Series(node, _buckets(rel), PALETTE[i % len(PALETTE)]))
-    return out
-
-
-def _steps_by_node(records: AttemptRecords) -> dict[str, list[tuple[float, float]]]:
-    out: dict[str, list[tuple[float, float]]] = {}
-    for lines in records.steps.values():
-        for s in lines:
-            if isinstance(s, StepRecord) and s.seconds > 0:
-                out.setdefault(s.node, []).append((s.t, s.seconds))
-    return out
-
-
-def _device_figure(records: AttemptRecords, figure: str) -> dict[str, list[tuple[float, float]]]:
-    """Per node and sample time: the devices' mean utilization or summed power."""
-    out: dict[str, list[tuple[float, float]]] = {}
-    for node, lines in records.samples.items():
-        by_t: dict[float, list[float]] = {}
-        for r in lines:
-            if isinstance(r, DeviceSample):
-                v = r.util_percent if figure == "util" else r.power_w
-                if v is not None:
-                    by_t.setdefault(r.t, []).append(v)
-        reduce = statistics.mean if figure == "util" else sum
-        out[node] = [(t, float(reduce(vs))) for t, vs in sorted(by_t.items())]
-    return out
-
-
-def _comm_points(
-    records: AttemptRecords,
-) -> tuple[list[tuple[float, float]], list[tuple[float, float]]]:
-    """(measured share, plan share) per profiled window: the median over the ranks at a time."""
-    measured: dict[float, list[float]] = {}
-    plan: dict[float, list[float]] = {}
-    for lines in records.comm.values():
-        for c in lines:
-            step = c.compute_s + c.exposed_comm_s
-            if step > 0:
-                t = round(c.t, -1)  # ranks profile the same steps: about the same time
-                measured.setdefault(t, []).append(c.exposed_comm_s / step * 100)
-                if c.plan_share is not None:
-                    plan.setdefault(t, []).append(c.plan_share * 100)
-    return _medians(measured), _medians(plan)
-
-
-def _medians(by_t: dict[float, list[float]]) -> list[tuple[float, float]]:
-    return [(t, statistics.median(v)) for t, v in sorted(by_t.items())]
-
-
-def _since(points: list[tuple[float, float]], t0: float) -> tuple[tuple[float, float], ...]:
+def _since(points: Points, t0: float) -> Points:
     return tuple(((t - t0) / 60, v) for t, v in points)
 
 
-def charts(summary: AttemptSummary, records: AttemptRecords) -> list[str]:
+def _series_by_node(
+    summary: AttemptSummary, by_node: Mapping[str, Points], t0: float
+) -> list[Series]:
+    out = []
+    for i, node in enumerate(n.node for n in summary.nodes):
+        pts = by_node.get(node)
+        if pts:
+            out.append(Series(node, _since(pts, t0), PALETTE[i % len(PALETTE)]))
+    return out
+
+
+def charts(summary: AttemptSummary, over: OverTime) -> list[str]:
     """The SVG charts (each an empty string when it has nothing to draw: then left out)."""
-    times = [s.t for lines in records.steps.values() for s in lines]
-    times += [r.t for lines in records.samples.values() for r in lines]
-    times += [c.t for lines in records.comm.values() for c in lines]
-    if not times:
+    if over.t0 is None:
         return []
-    t0 = min(times)
+    t0 = over.t0
     x = f"minutes since {time.strftime('%H:%M:%S', time.localtime(t0))}"
     out = [
         line_chart(
             "step time per node",
-            _series_by_node(summary, _steps_by_node(records), t0),
+            _series_by_node(summary, over.step_s, t0),
             x_label=x,
             y_label="step time (s)",
         ),
         line_chart(
             "device utilization (mean of the node's devices)",
-            _series_by_node(summary, _device_figure(records, "util"), t0),
+            _series_by_node(summary, over.util_percent, t0),
             x_label=x,
             y_label="utilization (%)",
         ),
         line_chart(
             "device power (sum of the node's devices)",
-            _series_by_node(summary, _device_figure(records, "power"), t0),
+            _series_by_node(summary, over.power_w, t0),
             x_label=x,
             y_label="power (W)",
         ),
     ]
-    measured, plan = _comm_points(records)
+    measured, plan = over.comm_percent, over.plan_percent
     comm = [Series("measured (exposed)", _since(measured, t0), PALETTE[0])] if measured else []
     if plan:
         comm.append(Series("plan", _since(plan, t0), PALETTE[1], dashed=True))
@@ -185,7 +120,7 @@ def _node_table(summary: AttemptSummary) -> Iterable[str]:
     yield "</table>"
 
 
-def render_report(summary: AttemptSummary, records: AttemptRecords) -> str:
+def render_report(summary: AttemptSummary, over: OverTime) -> str:
     """The whole page (UTF-8, no external resources)."""
     e = html.escape
     job = summary.job_id if summary.job_id is not None else "?"
@@ -218,7 +153,7 @@ def render_report(summary: AttemptSummary, records: AttemptRecords) -> str:
         *(f"<li>{e(m)}</li>" for m in summary.missing),
         "</ul>",
         "<div>",
-        *charts(summary, records),
+        *charts(summary, over),
         "</div>",
         *_node_table(summary),
         "</body></html>",

@@ -178,12 +178,19 @@ def _from_dict(raw: dict[str, Any]) -> Record | None:
 
 
 def read(path: Path) -> Iterator[Record]:
-    """The records of one file in order; unreadable or torn lines are skipped."""
+    """The records of one file in order, a line at a time (a file of a week's steps is never
+    held whole); unreadable or torn lines are skipped."""
     try:
-        text = path.read_text(errors="replace")
+        fh = open(path, "rb")  # noqa: SIM115 (closed below: a generator may stop early)
     except OSError:
         return
-    yield from _parse(text)
+    with fh:
+        try:
+            for line in fh:
+                if (rec := _record(line)) is not None:
+                    yield rec
+        except OSError:
+            return
 
 
 def read_tail(path: Path, max_bytes: int) -> Iterator[Record]:
@@ -204,12 +211,16 @@ def read_tail(path: Path, max_bytes: int) -> Iterator[Record]:
 
 def _parse(text: str) -> Iterator[Record]:
     for line in text.splitlines():
-        try:
-            raw = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(raw, dict) and (rec := _from_dict(raw)) is not None:
+        if (rec := _record(line)) is not None:
             yield rec
+
+
+def _record(line: str | bytes) -> Record | None:
+    try:
+        raw = json.loads(line)
+    except ValueError:  # a torn line, or bytes that are not UTF-8
+        return None
+    return _from_dict(raw) if isinstance(raw, dict) else None
 
 
 def attempts(job_dir: Path) -> list[int]:
