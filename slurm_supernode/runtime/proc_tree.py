@@ -64,18 +64,33 @@ def children(pid: int) -> list[int]:
     return out
 
 
+EXITING = -1  # ``zombie_signal``: the process has begun to die and is not a zombie yet
+PF_EXITING = 0x4  # the kernel's task flag, set as a task starts to exit
+
+
 def zombie_signal(pid: int) -> int | None:
-    """None while ``pid`` lives; once it is a zombie not yet reaped by its parent, the signal
-    that killed it, 0 for an exit (the exit status is the last field of /proc/PID/stat)."""
+    """None while ``pid`` lives; EXITING from the moment it begins to die; once it is a zombie
+    not yet reaped by its parent, the signal that killed it, 0 for an exit."""
     try:
         with open(f"/proc/{pid}/stat") as fh:
-            fields = fh.read().rsplit(")", 1)[1].split()
-        if fields[0] != "Z":
-            return None
-        status = int(fields[-1])
-    except (OSError, IndexError, ValueError):
+            return stat_exit(fh.read())
+    except OSError:
         return None
-    return status & 0x7F
+
+
+def stat_exit(stat: str) -> int | None:
+    """``zombie_signal`` of one /proc/PID/stat line. A process killed by a signal closes its
+    files (its sockets: peers see it gone and raise) while the kernel tears it down, before it
+    is a zombie; a large process takes milliseconds there. Its task flags (field 9) say
+    PF_EXITING from the start of that teardown, so a process seen without it was alive before
+    any peer could have seen it gone. The exit status is the last field."""
+    try:
+        fields = stat.rsplit(")", 1)[1].split()
+        if fields[0] == "Z":
+            return int(fields[-1]) & 0x7F
+        return EXITING if int(fields[6]) & PF_EXITING else None
+    except (IndexError, ValueError):
+        return None
 
 
 def is_worker(pid: int) -> bool:

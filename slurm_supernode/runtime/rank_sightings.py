@@ -21,9 +21,10 @@ def _signal_name(number: int) -> str:
 
 
 class RankSightings:
-    """When each of torchrun's children (its ranks) was last seen alive: a rank killed by a
-    signal died after that time (``runtime/signal_deaths``). ``killed``: children seen dead of
-    a signal that is a cause before torchrun reaped them (pid -> signal): a loaded torchrun may
+    """When each of torchrun's children (its ranks) was last seen alive, not dying
+    (``proc_tree.stat_exit``): a rank killed by a signal died after that time
+    (``runtime/signal_deaths``), and before any peer saw it gone. ``killed``: children seen dead
+    of a signal that is a cause before torchrun reaped them (pid -> signal): a loaded torchrun may
     notice seconds later. ``vanished``: ranks seen alive, now gone without the clean-exit mark
     of ``exits`` (forked ranks leave one, ``runtime/rank_entry``): torchrun reaped a rank that
     died before the agent saw its zombie, and stops the rank's siblings without a word (seconds
@@ -50,11 +51,11 @@ class RankSightings:
             for child in children(root):
                 present.add(child)
                 sig = zombie_signal(child)
-                if sig is None:
+                if sig is None:  # alive: not even dying (its peers cannot have seen it gone)
                     self.last_seen[child] = now
                     if child not in self._ranks and is_worker(child):
                         self._ranks.add(child)
-                elif sig and _signal_name(sig) not in STOP_SIGNALS:
+                elif sig > 0 and _signal_name(sig) not in STOP_SIGNALS:
                     self.killed[child] = sig
         if self._exits is not None:
             self._look_for_vanished(present, self._exits)

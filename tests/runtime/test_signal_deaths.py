@@ -430,3 +430,22 @@ def test_a_death_torchruns_report_leaves_out_is_recorded_by_the_agent(tmp_path: 
     assert err is not None and (err["rank"], err["log"]) == (2, str(folder / "stderr.log"))
     assert "killed by a signal" in err["message"]
     assert unreported(seen, []) == seen  # no report at all: both
+
+
+def test_a_dying_rank_is_not_seen_alive() -> None:
+    """/proc/PID/stat as the agent reads it: a task whose flags say PF_EXITING is being torn
+    down (its sockets close before it is a zombie, so a peer on another node raises first): not
+    alive, so the rank's last sighting stays before any peer's error about it."""
+    from slurm_supernode.runtime.proc_tree import EXITING, stat_exit, zombie_signal
+
+    def stat(state: str, flags: int, status: int = 0) -> str:
+        rest = [state, "1", "2", "2", "0", "-1", str(flags)] + ["0"] * 44 + [str(status)]
+        return "4242 (python3 (rank 1)) " + " ".join(rest)
+
+    assert stat_exit(stat("S", 0x400140)) is None  # a sleeping rank: alive
+    assert stat_exit(stat("R", 0x400144)) == EXITING  # SIGKILLed, mm being freed
+    assert stat_exit(stat("D", 0x40044C)) == EXITING
+    assert stat_exit(stat("Z", 0x40844C, status=9)) == signal.SIGKILL
+    assert stat_exit(stat("Z", 0x40844C, status=3 << 8)) == 0  # exit(3)
+    assert stat_exit("garbage") is None
+    assert zombie_signal(os.getpid()) is None  # this very process, alive, read for real
