@@ -74,10 +74,13 @@ def main() -> None:
             _mark(exit_mark)
         raise
     except Exception as exc:  # not KeyboardInterrupt
-        traceback.print_exc()
-        sys.stderr.flush()
+        # the mark and the record before the traceback: a rank that torchrun stops
+        # (SignalException) can be stopped again while it prints (seen in CI), and a rank gone
+        # without a mark counts as killed (runtime/agent)
         _mark(failed_mark)
         record(exc)
+        traceback.print_exc()
+        sys.stderr.flush()
         raise
     finally:
         _observe_steps(finish=True)

@@ -449,3 +449,33 @@ def test_a_dying_rank_is_not_seen_alive() -> None:
     assert stat_exit(stat("Z", 0x40844C, status=3 << 8)) == 0  # exit(3)
     assert stat_exit("garbage") is None
     assert zombie_signal(os.getpid()) is None  # this very process, alive, read for real
+
+
+def test_a_rank_stopped_again_while_it_prints_its_traceback_has_left_its_mark(tmp_path: Path):
+    """Seen in CI: torchrun stopped a rank (SignalException), a second SIGTERM raised again
+    inside ``traceback.print_exc``, and the rank was gone without a mark: counted as killed and
+    named before the rank whose error stopped it. The mark and the ledger record come first."""
+
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import sys\n"
+        "class Stopped:\n"
+        "    def write(self, text):\n"
+        "        raise RuntimeError('stopped again while printing')\n"
+        "    def flush(self): pass\n"
+        "sys.stderr = Stopped()\n"
+        "raise ValueError('first failure')\n"
+    )
+    exits = tmp_path / "rank-exits"
+    job = tmp_path / "job"
+    job.mkdir()
+    root = str(Path(__file__).resolve().parents[2])
+    env = dict(os.environ, SNRUN_RANK_EXITS=str(exits), RANK="4", LOCAL_RANK="0",
+               PYTHONPATH=root, SNRUN_JOB_DIR=str(job), SNRUN_NODE="n6")  # fmt: skip
+    proc = subprocess.Popen([sys.executable, RANK_ENTRY, str(script)], env=env,
+                            stderr=subprocess.PIPE)  # fmt: skip
+    proc.communicate(timeout=60)
+    assert proc.returncode != 0
+    assert (exits / f"{proc.pid}.failed").exists()
+    records = [r for r in ledger.read(job) if r["event"] == "rank_failed"]
+    assert [(r["rank"], r["error"]) for r in records] == [(4, "ValueError: first failure")]
