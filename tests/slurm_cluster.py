@@ -164,12 +164,10 @@ def pyxis_missing(namespaced: bool = False) -> str | None:
 def container_runtimes() -> list[str]:
     """Container runtimes the test session boots the cluster with, where they can run: Slurm
     OCI (runc: the host's, or the one minicluster adds to a namespaced root), pyxis + enroot
-    where the vendored sources and build tools are, Apptainer in the namespaced roots. None on
-    25.11 (a prefix build on the host's network). They only act on steps that ask for a
-    container (test_containers.py)."""
+    where the vendored sources and build tools are, Apptainer in the namespaced roots only
+    (Debian's needs glibc >= 2.38: not the host's 22.05, nor 25.11, a prefix build on the
+    host). They only act on steps that ask for a container (test_containers.py)."""
     namespaced = wanted_slurm() in NAMESPACED_SLURM
-    if wanted_slurm() not in ("host", "22.05") and not namespaced:
-        return []
     runtimes = []
     if namespaced or shutil.which("runc"):
         runtimes.append("oci")

@@ -422,8 +422,8 @@ def test_a_named_container_is_removed_when_its_job_ends(
 
     if _pyxis_scope() != "job":
         pytest.skip(
-            "pyxis runs with container_scope=global here (the host's 22.05: enroot is not on "
-            "the SPANK epilog's PATH; docs/containers.md)"
+            "pyxis runs with container_scope=global here (a cluster on the host, 22.05 or "
+            "25.11: enroot is not on the SPANK epilog's PATH; docs/containers.md)"
         )
     jobs = tmp_path / "jobs"
     script = tmp_path / "hold.py"

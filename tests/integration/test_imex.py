@@ -102,7 +102,7 @@ def imex_cluster(slurm_cluster: SlurmCluster) -> Iterator[ImexCluster]:
     if not slurm_cluster.namespaced:  # 25.11 on the host's network: ports of its own
         env |= {"SNRUN_MC_CTLD_PORT": "6847", "SNRUN_MC_SLURMD_PORT": "17400"}
     which = ["--slurm", slurm_cluster.slurm]
-    runtimes = container_runtimes()  # the session's (none on 25.11): one container job each
+    runtimes = container_runtimes()  # the session's (no Apptainer on 25.11): a job each
     boxes = ["--containers=" + ",".join(runtimes)] if runtimes else []
     up = _mc(env, "up", *which, "--topology", "block", f"--imex={CHANNELS}", *boxes)
     if up.returncode != 0:
