@@ -82,6 +82,8 @@ def test_slurmd_drains_a_bad_node_and_resumes_it_once_repaired(slurm_cluster, tm
     # namespaces from outside (slurmd runs the wrapper inside, where scontrol is the real one)
     clients = str(slurm_cluster.minicluster.parent / "clients")
     path = ":".join(p for p in os.environ["PATH"].split(":") if p.rstrip("/") != clients)
+    if slurm_cluster.slurm_prefix is not None:  # 25.11 from source: its clients, as on its nodes
+        path = f"{slurm_cluster.slurm_prefix}/bin:{slurm_cluster.slurm_prefix}/sbin:{path}"
     env = os.environ | {"PYTHONPATH": pythonpath(), "PATH": path}
     # as docs/admin.md: snrun site export SITE --format health-check -o FILE
     export = subprocess.run(
