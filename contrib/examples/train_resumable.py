@@ -53,6 +53,10 @@ def main() -> int:
     signal.signal(signal.SIGUSR2, lambda *_: stop.__setitem__("requested", True))
 
     dist.init_process_group("gloo", timeout=timedelta(seconds=60))
+    # every rank is connected before any can leave: an attempt resumed at its last step has no
+    # collective to do, and a rank that exits while a peer still builds gloo's mesh fails that
+    # peer ("Connection closed by peer": seen in CI, a restart resumed at the end)
+    dist.barrier()
     rank = dist.get_rank()
     attempt = int(os.environ.get("SNRUN_ATTEMPT", "0"))
     ckpt_dir = Path(os.environ.get("SNRUN_CHECKPOINT_DIR", "checkpoints"))
